@@ -1,0 +1,27 @@
+# Everything starts from nothing: `make demo` and `make test` create .venv first.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test bench clean
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10))' || { echo "dltrace needs Python 3.10 or newer"; exit 2; }
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/dltrace demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+bench: $(STAMP)
+	$(BIN)/python -m tpch bench --sf 1 --out bench-results/tpch
+	$(BIN)/python -m walmart bench --scale 1 --out bench-results/walmart
+
+clean:
+	rm -rf $(VENV) .dltrace data bench-results

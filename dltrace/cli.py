@@ -1,0 +1,121 @@
+"""The ``dltrace`` command line (DESIGN §4).  Errors: one line on stderr, exit 2 for bad
+input, 1 for failures."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from dltrace.errors import BadInput, DltraceError
+from dltrace.formatting import TABLE_DEFAULT_LIMIT, row_dicts, write_csv, write_json, write_table
+
+FORMATS = ("table", "json", "csv")
+
+
+def query_text(argument: str) -> str:
+    """``QUERY`` or ``@file.sql``."""
+    if argument.startswith("@"):
+        path = Path(argument[1:])
+        try:
+            return path.read_text()
+        except OSError as error:
+            raise BadInput(f"cannot read query file {path}: {error.strerror}") from None
+    return argument
+
+
+def columns_list(text: str | None) -> list[str] | None:
+    return [c.strip() for c in text.split(",") if c.strip()] if text else None
+
+
+def parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--catalog", help="catalog directory (default: $DLTRACE_CATALOG or ./.dltrace)")
+    common.add_argument("--master", help="Spark master (default: $SPARK_MASTER or local[*]; SPARK_REMOTE for Spark Connect)")
+    lineage = argparse.ArgumentParser(add_help=False)
+    lineage.add_argument("--semantics", choices=("control", "data"), default="control")
+    lineage.add_argument("--repr", choices=("set",), default="set", help="lineage-set representation")
+
+    top = argparse.ArgumentParser(prog="dltrace", description="Forward data lineage for Spark SQL.")
+    commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    reg = commands.add_parser("register", parents=[common], help="register a table: ids for its rows")
+    reg.add_argument("name")
+    reg.add_argument("path")
+    reg.add_argument("--key", help="key columns, comma separated (needed for revisions)")
+    reg.add_argument("--order-by", help="id order, comma separated (chronological clusters lineage)")
+    reg.add_argument("--format", choices=("parquet", "csv", "json", "orc"), help="source format (default: from the path)")
+
+    sql = commands.add_parser("sql", parents=[common, lineage], help="run a query with lineage")
+    sql.add_argument("query", help="SQL text or @file.sql")
+    sql.add_argument("--format", choices=FORMATS, default="table")
+    sql.add_argument("--limit", type=int, help="at most N rows (table format: 50 by default)")
+
+    rew = commands.add_parser("rewrite", parents=[common, lineage], help="print the lineage query as a spark-sql script")
+    rew.add_argument("query", help="SQL text or @file.sql")
+
+    demo = commands.add_parser("demo", parents=[common], help="end to end on generated TPC-H data")
+    demo.add_argument("--sf", type=float, default=0.01, help="TPC-H scale factor (default 0.01)")
+    demo.add_argument("--data", default="data", help="where generated data is cached (default ./data)")
+    return top
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return run(args)
+    except DltraceError as error:
+        print(f"dltrace: error: {error}", file=sys.stderr)
+        return error.exit_code
+    except KeyboardInterrupt:
+        print("dltrace: interrupted", file=sys.stderr)
+        return 130
+    except Exception as error:  # a Spark/Java failure must not end in a stack trace
+        from pyspark.errors import PySparkException
+
+        if isinstance(error, PySparkException):
+            from dltrace.session import spark_error
+
+            wrapped = spark_error(error)
+            print(f"dltrace: error: {wrapped}", file=sys.stderr)
+            return wrapped.exit_code
+        raise
+
+
+def run(args: argparse.Namespace) -> int:
+    from dltrace.session import LineageSession
+
+    if args.command == "demo":
+        from dltrace.demo import demo
+
+        return demo(args.catalog, Path(args.data), args.sf, args.master)
+    session = LineageSession(args.catalog, master=args.master)
+    if args.command == "register":
+        entry = session.register(args.name, args.path, columns_list(args.key), columns_list(args.order_by), args.format)
+        print(f"registered {args.name}: {entry.rows} rows, code {entry.code}, ids {entry.code << 48}..{(entry.code << 48) + entry.rows - 1}")
+        return 0
+    query = query_text(args.query)
+    if args.command == "rewrite":
+        sys.stdout.write(session.script(query, args.semantics, args.repr))
+        return 0
+    frame = session.sql(query, args.semantics, args.repr)
+    limit = args.limit if args.limit is not None else (TABLE_DEFAULT_LIMIT if args.format == "table" else None)
+    if limit is not None and limit < 0:
+        raise BadInput("--limit must be 0 or more")
+    columns = frame.columns
+    if args.format == "table":
+        rows = list(row_dicts(frame.limit(limit + 1).collect()))
+        write_table(rows[:limit], columns, session.catalog, sys.stdout)
+        more = " (more rows: raise --limit)" if len(rows) > limit else ""
+        print(f"({min(len(rows), limit)} rows{more})")
+        return 0
+    rows = row_dicts((frame.limit(limit) if limit is not None else frame).toLocalIterator())
+    if args.format == "json":
+        write_json(rows, sys.stdout)
+    else:
+        write_csv(rows, columns, sys.stdout)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,92 @@
+"""Printing results with lineage: an aligned table for people, JSON lines and CSV for tools.
+
+In JSON, ``DL`` is the sorted list of ids as integers, whatever the representation.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import decimal
+import json
+
+from collections import Counter
+from typing import IO, Iterable, Iterator
+
+from dltrace.catalog import Catalog
+from dltrace.ids import split_id
+
+DL = "DL"
+TABLE_DEFAULT_LIMIT = 50
+
+
+def plain_value(value):
+    """A JSON-friendly value: dates as ISO text, decimals as numbers."""
+    if isinstance(value, decimal.Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, (dt.date, dt.datetime)):
+        return value.isoformat()
+    if isinstance(value, (bytes, bytearray)):
+        return value.hex()
+    if isinstance(value, list):
+        return [plain_value(v) for v in value]
+    if isinstance(value, dict):
+        return {k: plain_value(v) for k, v in value.items()}
+    return value
+
+
+def row_dicts(rows: Iterable) -> Iterator[dict]:
+    """Spark rows as dicts, ``DL`` as a sorted list of ints."""
+    for row in rows:
+        record = row.asDict(recursive=False) if hasattr(row, "asDict") else dict(row)
+        if DL in record and record[DL] is not None:
+            record[DL] = sorted(int(i) for i in record[DL])
+        yield record
+
+
+def describe_lineage(ids: list[int], catalog: Catalog, shown: int = 4) -> str:
+    """A short human description: ``store#0 item#0 sales#0`` or ``4285 ids: lineitem 4200, …``."""
+    if len(ids) <= shown:
+        return " ".join(f"{catalog.table_of_code(code)}#{row}" for code, row in map(split_id, ids)) or "∅"
+    counts = Counter(split_id(i)[0] for i in ids)
+    parts = ", ".join(f"{catalog.table_of_code(code)} {n}" for code, n in sorted(counts.items()))
+    return f"{len(ids)} ids: {parts}"
+
+
+def write_json(records: Iterable[dict], out: IO[str]) -> int:
+    count = 0
+    for record in records:
+        out.write(json.dumps({k: plain_value(v) for k, v in record.items()}) + "\n")
+        count += 1
+    return count
+
+
+def write_csv(records: Iterable[dict], columns: list[str], out: IO[str]) -> int:
+    writer = csv.writer(out)
+    writer.writerow(columns)
+    count = 0
+    for record in records:
+        writer.writerow([json.dumps(plain_value(record[c])) if c == DL else plain_value(record[c]) for c in columns])
+        count += 1
+    return count
+
+
+def write_table(records: list[dict], columns: list[str], catalog: Catalog, out: IO[str]) -> None:
+    """An aligned text table; ``DL`` shown decoded to tables and row numbers."""
+    cells = [
+        [describe_lineage(r[c], catalog) if c == DL and r[c] is not None else _text(plain_value(r[c])) for c in columns]
+        for r in records
+    ]
+    widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
+    widths = [min(w, 60) for w in widths]
+    line = lambda values: "  ".join(v[:w].ljust(w) for v, w in zip(values, widths)).rstrip()  # noqa: E731
+    out.write(line(columns) + "\n")
+    out.write(line(["-" * w for w in widths]) + "\n")
+    for row in cells:
+        out.write(line(row) + "\n")
+
+
+def _text(value) -> str:
+    return "NULL" if value is None else str(value)
+
+

@@ -1,0 +1,23 @@
+"""Base-row ids: ``(table_code << 48) | row_number`` (DESIGN §3).
+
+>>> make_id(3, 41)
+844424930131985
+>>> split_id(844424930131985)
+(3, 41)
+"""
+
+from __future__ import annotations
+
+ROW_BITS = 48
+ROW_MASK = (1 << ROW_BITS) - 1
+MAX_TABLE_CODE = 32767  # keeps ids positive bigints
+
+
+def make_id(code: int, row_number: int) -> int:
+    """The id of row ``row_number`` of the table with ``code``."""
+    return (code << ROW_BITS) | row_number
+
+
+def split_id(dl_id: int) -> tuple[int, int]:
+    """``(table_code, row_number)`` of an id."""
+    return dl_id >> ROW_BITS, dl_id & ROW_MASK

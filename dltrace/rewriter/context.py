@@ -1,0 +1,42 @@
+"""What every rule needs: the catalog's tables, the representation, the semantics, and
+the lineage already computed for inner scopes (kept in the AST nodes' ``meta``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sqlglot import exp
+
+from dltrace.errors import UnsupportedLineage
+from dltrace.rewriter.representation import Representation
+from dltrace.rewriter.terms import Lineage
+
+ROWS = "dl_rows"  # lineage of the rows a SELECT is computing, before its SELECT list
+OUTPUT = "dl_output"  # lineage of a rewritten query's output rows, as its __dl columns
+PROJECTED = "dl_projected"  # the terms behind a SELECT's __dl columns
+
+
+@dataclass
+class RewriteContext:
+    codes: dict[str, int]
+    representation: Representation
+    semantics: str = "control"
+    notes: list[str] = field(default_factory=list)
+
+
+def get_lineage(node: exp.Expression, key: str) -> Lineage:
+    return node.meta.get(key, ())
+
+
+def set_lineage(node: exp.Expression, key: str, lineage: Lineage) -> None:
+    node.meta[key] = tuple(lineage)
+
+
+def unsupported(node: exp.Expression, what: str) -> UnsupportedLineage:
+    """An error naming the construct and where it is in the query."""
+    text = node.sql(dialect="spark")
+    if len(text) > 70:
+        text = text[:67] + "..."
+    meta = getattr(node, "meta", {}) or {}
+    where = f" (line {meta['line']}, col {meta['col']})" if "line" in meta else ""
+    return UnsupportedLineage(f"{what} is not supported yet{where}: {text}")

@@ -1,0 +1,29 @@
+"""Rule: projection.  ``SELECT A FROM V``: each output row keeps ``V.DL`` (paper §3.3); the
+rows' lineage terms are appended to the SELECT list as ``__dl`` columns so the enclosing
+query can read them.  ORDER BY and LIMIT select rows and leave their DL unchanged.
+
+>>> from dltrace.rewriter import rewrite_sql, PAPER_SCHEMA
+>>> print(rewrite_sql("SELECT i_name FROM (SELECT i_name FROM item ORDER BY i_id LIMIT 2) AS t", PAPER_SCHEMA))
+SELECT t.i_name AS i_name, ARRAY(t.__dl0) AS DL FROM (SELECT item.i_name AS i_name, item._dl_id AS __dl0 FROM item AS item ORDER BY item.i_id LIMIT 2) AS t
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+from sqlglot.optimizer.scope import Scope
+
+from dltrace.rewriter.context import OUTPUT, PROJECTED, ROWS, RewriteContext, get_lineage, set_lineage
+from dltrace.rewriter.terms import lineage_column
+
+
+def projection(select: exp.Select, scope: Scope, context: RewriteContext) -> exp.Select:
+    """Expose the rows' lineage terms as ``__dl0, __dl1, ...`` columns."""
+    rows = get_lineage(select, ROWS)
+    output = []
+    for index, term in enumerate(rows):
+        name = lineage_column(index)
+        select.append("expressions", exp.alias_(term.sql, name))
+        output.append(term.at(exp.column(name)))
+    set_lineage(select, PROJECTED, rows)
+    set_lineage(select, OUTPUT, output)
+    return select

@@ -1,0 +1,68 @@
+"""Rule 0: parse the Spark SQL and qualify it against the catalog's schemas.
+
+After this every column names its table alias, every table has an alias and ``*`` is
+expanded from the catalog (so ``_dl_id`` never leaks into results), which is what the
+lineage rules rely on.  Errors become one-line messages with positions.
+
+>>> from dltrace.rewriter import PAPER_SCHEMA
+>>> print(qualify_against_catalog(parse("SELECT * FROM item WHERE i_id < 3"), PAPER_SCHEMA).sql("spark"))
+SELECT item.i_id AS i_id, item.i_name AS i_name, item.category AS category FROM item AS item WHERE item.i_id < 3
+"""
+
+from __future__ import annotations
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import OptimizeError, ParseError, TokenError
+from sqlglot.optimizer.qualify import qualify
+
+from dltrace.errors import BadInput, SqlSyntaxError, UnknownColumn, UnknownTable
+
+RESERVED_OUTPUT = "dl"
+
+
+def parse(sql: str) -> exp.Expression:
+    """One Spark SQL query, or a ``SqlSyntaxError`` that says where it stops making sense."""
+    try:
+        statements = [s for s in sqlglot.parse(sql, read="spark") if s is not None]
+    except ParseError as error:
+        first = error.errors[0] if error.errors else {}
+        description = str(first.get("description", error)).split(". Line")[0]
+        description = description.split(" <Token")[0].removesuffix(" but got")
+        near = first.get("highlight")
+        raise SqlSyntaxError(
+            f"syntax error at line {first.get('line', '?')}, column {first.get('col', '?')}"
+            f"{f' near {near!r}' if near else ''}: {description}"
+        ) from None
+    except TokenError as error:
+        raise SqlSyntaxError(f"syntax error: {error}") from None
+    if len(statements) != 1:
+        raise BadInput(f"expected one query, got {len(statements)} statements")
+    statement = statements[0]
+    if not isinstance(statement, exp.Query):
+        raise BadInput(f"only queries can be traced, not {statement.key.upper()} statements")
+    return statement
+
+
+def qualify_against_catalog(expression: exp.Expression, schemas: dict[str, dict[str, str]]) -> exp.Expression:
+    """Qualify ``expression`` with the catalog's schemas; unknown tables and columns are errors."""
+    cte_names = {cte.alias_or_name.lower() for cte in expression.find_all(exp.CTE)}
+    for table in expression.find_all(exp.Table):
+        name = table.name.lower()
+        if table.args.get("db") or (name not in schemas and name not in cte_names):
+            full = table.sql(dialect="spark").split(" AS ")[0]
+            raise UnknownTable(f"table '{full}' is not registered: run `dltrace register {table.name} PATH` first")
+    try:
+        qualified = qualify(
+            expression.copy(),
+            schema={name: dict(cols) for name, cols in schemas.items()},
+            dialect="spark",
+            quote_identifiers=False,
+        )
+    except OptimizeError as error:
+        message = str(error).split(". Line")[0].replace("could not be resolved", "is unknown or ambiguous")
+        raise UnknownColumn(f"{message}: check the column names of the registered tables") from None
+    outputs = [name for name in qualified.named_selects if name.lower() == RESERVED_OUTPUT or name.lower().startswith("__dl")]
+    if outputs:
+        raise BadInput(f"the query already outputs a column named {outputs[0]}: rename it, dltrace adds DL")
+    return qualified

@@ -1,0 +1,44 @@
+"""Rule: ``UNION ALL`` leaves each row's DL unchanged (paper §3.4).
+
+Both inputs must expose the same lineage columns, so each is collapsed to one set column.
+
+>>> from dltrace.rewriter import rewrite_sql, PAPER_SCHEMA
+>>> print(rewrite_sql("SELECT s_name AS name FROM store UNION ALL SELECT i_name FROM item", PAPER_SCHEMA))
+SELECT store.s_name AS name, ARRAY(store._dl_id) AS DL FROM store AS store UNION ALL SELECT item.i_name AS i_name, ARRAY(item._dl_id) AS DL FROM item AS item
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from sqlglot import exp
+from sqlglot.optimizer.scope import Scope
+
+from dltrace.rewriter.context import OUTPUT, PROJECTED, RewriteContext, get_lineage, set_lineage, unsupported
+from dltrace.rewriter.terms import Kind, Lineage, Term, is_lineage_column, lineage_column, tables_of
+
+
+def union_all(union: exp.Union, scope: Scope, context: RewriteContext) -> exp.Union:
+    """Give both inputs of a UNION ALL one common lineage column."""
+    if union.args.get("distinct"):
+        raise unsupported(union, "UNION (distinct)")
+    tables = tables_of(get_lineage(union.left.unnest(), OUTPUT)) | tables_of(get_lineage(union.right.unnest(), OUTPUT))
+    for side in (union.left, union.right):
+        replace_lineage_columns(side.unnest(), lambda terms: [(lineage_column(0), context.representation.as_set(terms))])
+    set_lineage(union, OUTPUT, [Term(exp.column(lineage_column(0)), Kind.SET, tables)])
+    return union
+
+
+def replace_lineage_columns(
+    query: exp.Expression, columns: Callable[[Lineage], list[tuple[str, exp.Expression]]]
+) -> None:
+    """Swap the ``__dl`` columns of a rewritten query (of each SELECT under a set operation)
+    for ``columns(terms)``, built from the terms they held."""
+    if isinstance(query, exp.SetOperation):
+        for side in (query.left, query.right):
+            replace_lineage_columns(side.unnest(), columns)
+        return
+    kept = [e for e in query.expressions if not is_lineage_column(e.alias_or_name)]
+    terms = get_lineage(query, PROJECTED)
+    new = [exp.alias_(sql, name) for name, sql in columns(terms)]
+    query.set("expressions", kept + new)
