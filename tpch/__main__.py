@@ -1,0 +1,56 @@
+"""``python -m tpch``: the paper's TPC-H experiments.
+
+    python -m tpch table7 --sf 1 [--queries q3,q5] [--catalog DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from dltrace import LineageSession
+from dltrace.errors import DltraceError
+
+
+def catalog_for(sf: float) -> Path:
+    """One catalog per scale factor, next to the data, so re-runs reuse registrations."""
+    return Path("data") / f"catalog-tpch-sf{sf:g}"
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from tpch.queries import load
+    from tpch.register import register_tpch
+    from tpch.table7 import TABLE7_QUERIES, characteristics, markdown
+
+    top = argparse.ArgumentParser(prog="python -m tpch", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = top.add_subparsers(dest="command", required=True)
+    table7 = commands.add_parser("table7", help="the paper's Table 7 (and Table 9 space) at a scale factor")
+    table7.add_argument("--sf", type=float, default=1.0)
+    table7.add_argument("--queries", default=",".join(TABLE7_QUERIES))
+    table7.add_argument("--semantics", choices=("control", "data"), default="control")
+    table7.add_argument("--catalog", help="catalog directory (default data/catalog-tpch-sfSF)")
+    args = top.parse_args(argv)
+
+    try:
+        session = LineageSession(args.catalog or catalog_for(args.sf))
+        log(f"TPC-H SF {args.sf:g}: data and registration (cached after the first run)")
+        register_tpch(session, args.sf, Path("data"), progress=log)
+        rows = []
+        for name in args.queries.split(","):
+            log(f"{name}: running with lineage")
+            rows.append(characteristics(session, name, load(name), args.semantics))
+        print(markdown(rows, args.sf))
+    except DltraceError as error:
+        print(f"tpch: error: {error}", file=sys.stderr)
+        return error.exit_code
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
