@@ -1,0 +1,153 @@
+"""TPC-H data for the lineage experiments, generated with tpchgen-cli.
+
+tpchgen-cli (tpchgen-rs) produces the same rows as the reference dbgen, so
+result cardinalities and lineage sizes can be compared with the paper's Table 7.
+Each table is one Parquet file ``<root>/tpch-sf<SF>/<table>.parquet`` (Snappy,
+row groups of about 7 MiB, so Spark still splits large tables). Column types as
+tpchgen-cli 4 writes them (checked with pyarrow and Spark):
+
+* keys (``*_orderkey``, ``*_partkey``, ``*_suppkey``, ``*_custkey``,
+  ``*_nationkey``, ``*_regionkey``): int64 (Spark ``bigint``);
+* ``l_linenumber``, ``o_shippriority``, ``p_size``, ``ps_availqty``: int32;
+* money and quantities (``l_quantity``, ``l_extendedprice``, ``l_discount``,
+  ``l_tax``, ``o_totalprice``, ``c_acctbal``, ``s_acctbal``, ``p_retailprice``,
+  ``ps_supplycost``): decimal(15,2), stored as Parquet INT64;
+* dates (``l_shipdate``, ``l_commitdate``, ``l_receiptdate``, ``o_orderdate``):
+  date32 (Spark ``date``);
+* text, including the one-letter flags: Arrow ``string_view`` in the embedded
+  Arrow schema, plain UTF-8 ``binary`` in Parquet (Spark ``string``).
+
+All columns are written as required (non-null).
+"""
+
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+TABLES = ("region", "nation", "supplier", "customer", "part", "partsupp", "orders", "lineitem")
+
+
+@dataclass(frozen=True)
+class Registration:
+    """How a table is registered for lineage: its key and the order of its ids.
+
+    The paper assigns ids "in chronological order such as shipdate or orderdate;
+    if not available, based on the key", so that lineage sets cluster. The key
+    columns end every ``order_by`` to make the id order deterministic on ties.
+    """
+
+    key: tuple[str, ...]
+    order_by: tuple[str, ...]
+
+
+REGISTRATION: dict[str, Registration] = {
+    "region": Registration(key=("r_regionkey",), order_by=("r_regionkey",)),
+    "nation": Registration(key=("n_nationkey",), order_by=("n_nationkey",)),
+    "supplier": Registration(key=("s_suppkey",), order_by=("s_suppkey",)),
+    "customer": Registration(key=("c_custkey",), order_by=("c_custkey",)),
+    "part": Registration(key=("p_partkey",), order_by=("p_partkey",)),
+    "partsupp": Registration(
+        key=("ps_partkey", "ps_suppkey"), order_by=("ps_partkey", "ps_suppkey")
+    ),
+    "orders": Registration(key=("o_orderkey",), order_by=("o_orderdate", "o_orderkey")),
+    "lineitem": Registration(
+        key=("l_orderkey", "l_linenumber"),
+        order_by=("l_shipdate", "l_orderkey", "l_linenumber"),
+    ),
+}
+
+
+def scale_label(sf: float) -> str:
+    """Spell a scale factor the way directory names and tpchgen-cli take it (1, 0.01, 10)."""
+    return f"{sf:g}"
+
+
+def table_paths(directory: Path) -> dict[str, Path]:
+    """The Parquet file of each table in a directory written by :func:`generate`."""
+    return {table: directory / f"{table}.parquet" for table in TABLES}
+
+
+def generate(sf: float, root: Path = Path("data")) -> Path:
+    """Generate TPC-H at scale factor ``sf`` under ``root`` and return its directory.
+
+    The result is cached: a directory that already holds all eight tables is
+    returned at once. Tables are written into a temporary sibling directory
+    that is renamed into place only when complete, so an interrupted run never
+    leaves a half-written cache behind.
+    """
+    if sf <= 0:
+        raise ValueError(f"scale factor must be positive, got {sf}")
+    root = Path(root)
+    target = root / f"tpch-sf{scale_label(sf)}"
+    if _is_complete(target):
+        return target
+    executable = _tpchgen_executable()
+    root.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=root))
+    try:
+        started = time.monotonic()
+        _progress(f"generating TPC-H SF {scale_label(sf)} with {executable} ...")
+        _run_tpchgen(executable, sf, staging)
+        for table, path in table_paths(staging).items():
+            _progress(f"{table}: {pq.read_metadata(path).num_rows:,} rows")
+        staging.chmod(0o755)  # mkdtemp makes it private; the cache is shared data
+        if _is_complete(target):  # a concurrent run finished first; keep its files
+            return target
+        if target.exists():  # an incomplete leftover, e.g. a table deleted by hand
+            shutil.rmtree(target)
+        staging.rename(target)
+        _progress(f"wrote {target} in {time.monotonic() - started:.1f} s")
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+def _is_complete(directory: Path) -> bool:
+    """True when every table's Parquet file exists and has a readable footer."""
+    try:
+        for path in table_paths(directory).values():
+            pq.read_metadata(path)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def _tpchgen_executable() -> Path:
+    """Find tpchgen-cli in this interpreter's bin directory first, then on PATH."""
+    beside_python = Path(sys.executable).parent / "tpchgen-cli"
+    if beside_python.is_file():
+        return beside_python
+    on_path = shutil.which("tpchgen-cli")
+    if on_path:
+        return Path(on_path)
+    raise FileNotFoundError(
+        f"tpchgen-cli not found next to {sys.executable} or on PATH; "
+        "install it with: pip install tpchgen-cli"
+    )
+
+
+def _run_tpchgen(executable: Path, sf: float, output_dir: Path) -> None:
+    """Write every table as ``output_dir/<table>.parquet`` in one run (each run costs ~1 s to start)."""
+    command = [
+        str(executable), "parquet",
+        "--scale-factor", scale_label(sf),
+        "--output-dir", str(output_dir),
+        "--no-progress", "--quiet",
+    ]
+    finished = subprocess.run(command, capture_output=True, text=True)
+    if finished.returncode != 0 or not _is_complete(output_dir):
+        raise RuntimeError(
+            f"tpchgen-cli failed (exit {finished.returncode}): "
+            f"{finished.stderr.strip() or finished.stdout.strip()}"
+        )
+
+
+def _progress(message: str) -> None:
+    """One line per step on stderr, so stdout stays free for results."""
+    print(f"tpch: {message}", file=sys.stderr, flush=True)
