@@ -63,19 +63,23 @@ class LineageSession:
                 self.spark.read.parquet(str(self.catalog.data_path(name))).createOrReplaceTempView(name)
                 self._views[name] = entry.path
 
-    def rewrite(self, query: str, semantics: str = "control", repr: str = "set") -> str:
-        """The lineage query as Spark SQL (it reads the catalog's tables by name)."""
+    def rewrite(self, query: str, semantics: str = "control", repr: str = "set", tag_instances: bool = False) -> str:
+        """The lineage query as Spark SQL (it reads the catalog's tables by name).
+
+        ``tag_instances`` is a testing aid: ids carry the number of the table occurrence
+        they came through in their top bits (the paper's tree definition, §3.1).
+        """
         codes = {name: entry.code for name, entry in self.catalog.tables.items()}
-        expression = rewriter.rewrite(rewriter.parse(query), self.catalog.schemas(), codes, repr, semantics)
+        expression = rewriter.rewrite(rewriter.parse(query), self.catalog.schemas(), codes, repr, semantics, tag_instances)
         return expression.sql(dialect="spark")
 
     def plain(self, query: str) -> str:
         """The query without lineage, qualified like the lineage query (``*`` never shows ``_dl_id``)."""
         return rewriter.qualify_against_catalog(rewriter.parse(query), self.catalog.schemas()).sql(dialect="spark")
 
-    def sql(self, query: str, semantics: str = "control", repr: str = "set", lineage: bool = True):
+    def sql(self, query: str, semantics: str = "control", repr: str = "set", lineage: bool = True, tag_instances: bool = False):
         """Run ``query`` on Spark; the DataFrame has the query's columns plus ``DL``."""
-        text = self.rewrite(query, semantics, repr) if lineage else self.plain(query)
+        text = self.rewrite(query, semantics, repr, tag_instances) if lineage else self.plain(query)
         return self.run(text)
 
     def run(self, spark_sql: str):

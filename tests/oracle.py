@@ -3,6 +3,11 @@
 * completeness (paper Theorems 1 and 5): the original query over the base rows whose ids
   are in DL(t) gives t back (exactly {t} for tree-shaped queries);
 * minimality (Theorem 2, SPJ without self-joins): without any one of those ids, t is gone.
+
+Completeness is a theorem about tree definitions, where each occurrence of a table is a
+relation of its own.  With ``instances=True`` the oracle checks exactly that: lineage
+computed with ``tag_instances`` carries each id's table occurrence in its top bits, and
+each occurrence in the original query is restricted to the ids tagged with its number.
 """
 
 from __future__ import annotations
@@ -13,8 +18,13 @@ import math
 
 import duckdb
 import sqlglot
+from sqlglot import exp
+from sqlglot.optimizer.qualify import qualify
 
 from dltrace import LineageSession
+
+
+INSTANCE_SHIFT = 56
 
 
 class DuckOracle:
@@ -23,6 +33,8 @@ class DuckOracle:
     def __init__(self, session: LineageSession) -> None:
         self.db = duckdb.connect()
         self.tables = list(session.catalog.tables)
+        self.schemas = session.catalog.schemas()
+        self.instance_views: set[str] = set()
         self.db.execute("CREATE TEMP TABLE dl_keep (id BIGINT)")
         for name in self.tables:
             path = session.catalog.data_path(name)
@@ -31,13 +43,41 @@ class DuckOracle:
                 f"CREATE VIEW {name} AS SELECT * EXCLUDE (_dl_id) FROM base_{name} WHERE _dl_id IN (SELECT id FROM dl_keep)"
             )
 
-    def run(self, spark_sql: str, ids) -> list[tuple]:
+    def run(self, spark_sql: str, ids, instances: bool = False) -> list[tuple]:
         """The original query on the base rows whose ids are ``ids``."""
         self.db.execute("DELETE FROM dl_keep")
         if len(ids):
             self.db.executemany("INSERT INTO dl_keep VALUES (?)", [[int(i)] for i in ids])
-        duck_sql = sqlglot.transpile(spark_sql, read="spark", write="duckdb")[0]
-        return [tuple(row) for row in self.db.execute(duck_sql).fetchall()]
+        expression = sqlglot.parse_one(spark_sql, read="spark")
+        if instances:
+            expression = self._per_instance(expression)
+        return [tuple(row) for row in self.db.execute(expression.sql(dialect="duckdb")).fetchall()]
+
+    def _per_instance(self, expression: exp.Expression) -> exp.Expression:
+        """Point the k-th occurrence of each table (in tree-walk order after qualification)
+        at a view of the rows whose ids tagged with k are kept."""
+        expression = qualify(expression, schema=self.schemas, dialect="spark", quote_identifiers=False)
+        seen: dict[str, int] = {}
+        for table in list(expression.find_all(exp.Table)):
+            name = table.name.lower()
+            if name not in self.tables:
+                continue
+            k = seen.get(name, 0)
+            seen[name] = k + 1
+            view = f"{name}__i{k}"
+            if view not in self.instance_views:
+                self.db.execute(
+                    f"CREATE VIEW {view} AS SELECT * EXCLUDE (_dl_id) FROM base_{name} "
+                    f"WHERE _dl_id + {k << INSTANCE_SHIFT} IN (SELECT id FROM dl_keep)"
+                )
+                self.instance_views.add(view)
+            table.set("this", exp.to_identifier(view))
+        return expression
+
+
+def untagged(ids) -> frozenset[int]:
+    """Ids without their table-occurrence tag: the graph definition's lineage (Theorem 4)."""
+    return frozenset(int(i) & ((1 << INSTANCE_SHIFT) - 1) for i in ids)
 
 
 def same_value(a, b) -> bool:
@@ -62,12 +102,12 @@ def sample(rows: list, most: int) -> list:
     return [rows[round(i * step)] for i in range(most)]
 
 
-def check_completeness(oracle: DuckOracle, query: str, rows: list, tree: bool, most: int = 12) -> int:
+def check_completeness(oracle: DuckOracle, query: str, rows: list, tree: bool, most: int = 12, instances: bool = False) -> int:
     """Assert completeness on a sample of ``rows`` (Spark rows with DL); returns rows checked."""
     checked = 0
     for row in sample(rows, most):
         values = tuple(v for k, v in row.asDict().items() if k != "DL")
-        again = oracle.run(query, row["DL"])
+        again = oracle.run(query, row["DL"], instances)
         matches = [r for r in again if same_row(r, values)]
         assert matches, f"completeness: {values} not derived from its DL ({len(row['DL'])} ids); got {again[:3]}"
         if tree:

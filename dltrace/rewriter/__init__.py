@@ -16,21 +16,30 @@ from sqlglot.optimizer.scope import traverse_scope
 
 from dltrace.errors import BadInput
 from dltrace.rewriter.aggregate import aggregate
+from dltrace.rewriter.base_table import number_instances
 from dltrace.rewriter.context import RewriteContext
 from dltrace.rewriter.distinct import distinct
+from dltrace.rewriter.distinct_set_operations import distinct_set_operations
 from dltrace.rewriter.join import join
 from dltrace.rewriter.output import DL, output
 from dltrace.rewriter.projection import projection
 from dltrace.rewriter.qualify import parse, qualify_against_catalog
 from dltrace.rewriter.representation import REPRESENTATIONS
+from dltrace.rewriter.semi_anti_join import semi_anti_join
 from dltrace.rewriter.set_operation import union_all
+from dltrace.rewriter.subquery_condition import subquery_condition
+from dltrace.rewriter.subquery_copies import is_skipped, subquery_copies
+from dltrace.rewriter.subquery_value import subquery_value
 from dltrace.rewriter.unsupported import refuse_unsupported
+from dltrace.rewriter.window import window
 
-# Whole-query preparation, before any scope is rewritten.
-PREPARE = (refuse_unsupported, distinct)
-# Per SELECT, innermost first: sources and joins (base tables, subqueries, CTEs), then
-# aggregation, then the SELECT list.
-SELECT_RULES = (join, aggregate, projection)
+# Whole-query preparation, before any scope is rewritten: refuse what cannot be traced,
+# turn constructs into equivalent ones the scope rules know, copy expression subqueries.
+PREPARE = (refuse_unsupported, number_instances, distinct_set_operations, semi_anti_join, distinct, subquery_copies)
+# Per SELECT, innermost first: sources and joins (base tables, subqueries, CTEs, outer
+# joins), WHERE subqueries, aggregation, HAVING and SELECT-list subqueries, windows, and
+# last the SELECT list.
+SELECT_RULES = (join, subquery_condition, aggregate, subquery_value, window, projection)
 # Per set operation, after both inputs.
 SET_OPERATION_RULES = (union_all,)
 
@@ -53,18 +62,21 @@ def rewrite(
     codes: dict[str, int],
     representation: str = "set",
     semantics: str = "control",
+    tag_instances: bool = False,
 ) -> exp.Expression:
     """``expression`` rewritten so that it also outputs ``DL``, its rows' lineage."""
     if semantics not in SEMANTICS:
         raise BadInput(f"unknown semantics '{semantics}': use control or data")
     if representation not in REPRESENTATIONS:
         raise BadInput(f"unknown representation '{representation}': use {' or '.join(REPRESENTATIONS)}")
-    context = RewriteContext(codes=codes, representation=REPRESENTATIONS[representation], semantics=semantics)
+    context = RewriteContext(codes, REPRESENTATIONS[representation], semantics, tag_instances)
     expression = qualify_against_catalog(expression, schemas)
     for rule in PREPARE:
-        expression = rule(expression)
+        expression = rule(expression, context)
     for scope in traverse_scope(expression):
         node = scope.expression
+        if is_skipped(node):
+            continue  # an original subquery: its lineage copy is rewritten instead
         rules = SELECT_RULES if isinstance(node, exp.Select) else SET_OPERATION_RULES
         for rule in rules:
             rule(node, scope, context)

@@ -6,6 +6,9 @@ contributes one ``ID`` term: its alias's ``_dl_id``.
 >>> from dltrace.rewriter import rewrite_sql, PAPER_SCHEMA
 >>> print(rewrite_sql("SELECT s_name FROM store WHERE city = 'Albany'", PAPER_SCHEMA))
 SELECT store.s_name AS s_name, ARRAY(store._dl_id) AS DL FROM store AS store WHERE store.city = 'Albany'
+
+With ``tag_instances`` (tests only), each occurrence of a table adds its occurrence number
+in the id's top bits, so that lineage follows the paper's tree definition (§3.1).
 """
 
 from __future__ import annotations
@@ -18,7 +21,25 @@ from dltrace.rewriter.context import RewriteContext
 from dltrace.rewriter.terms import Kind, Term
 
 
+INSTANCE = "dl_instance"
+INSTANCE_SHIFT = 56  # above the table codes (< 256) that tagged tests use
+
+
+def number_instances(expression: exp.Expression, context: RewriteContext) -> exp.Expression:
+    """Number the occurrences of each table (0, 1, ...) in the order a tree walk meets them;
+    copies made later keep their original's number."""
+    seen: dict[str, int] = {}
+    for table in expression.find_all(exp.Table):
+        name = table.name.lower()
+        if name in context.codes:
+            table.meta[INSTANCE] = seen.get(name, 0)
+            seen[name] = seen.get(name, 0) + 1
+    return expression
+
+
 def base_table(table: exp.Table, scope: Scope, context: RewriteContext) -> tuple[Term, ...]:
     """The lineage a registered table contributes to the scope that reads it."""
-    alias = table.alias_or_name
-    return (Term(exp.column(ID_COLUMN, table=alias), Kind.ID, frozenset({table.name.lower()})),)
+    dl_id: exp.Expression = exp.column(ID_COLUMN, table=table.alias_or_name)
+    if context.tag_instances:
+        dl_id = exp.Paren(this=exp.Add(this=dl_id, expression=exp.Literal.number(table.meta[INSTANCE] << INSTANCE_SHIFT)))
+    return (Term(dl_id, Kind.ID, frozenset({table.name.lower()})),)

@@ -3,7 +3,7 @@ the lineage already computed for inner scopes (kept in the AST nodes' ``meta``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from sqlglot import exp
 
@@ -21,7 +21,9 @@ class RewriteContext:
     codes: dict[str, int]
     representation: Representation
     semantics: str = "control"
-    notes: list[str] = field(default_factory=list)
+    # testing aid: tag each id with the table occurrence it came through (paper §3.1's
+    # tree definition, where every occurrence of a table is a relation of its own)
+    tag_instances: bool = False
 
 
 def get_lineage(node: exp.Expression, key: str) -> Lineage:

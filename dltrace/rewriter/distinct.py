@@ -3,7 +3,7 @@ one output row give it the DLUNION of their lineages.
 
 >>> from dltrace.rewriter import rewrite_sql, PAPER_SCHEMA
 >>> print(rewrite_sql("SELECT DISTINCT s_name FROM store", PAPER_SCHEMA))
-SELECT store.s_name AS s_name, ARRAY_SORT(COLLECT_SET(store._dl_id)) AS DL FROM store AS store GROUP BY store.s_name
+SELECT store.s_name AS s_name, SORT_ARRAY(COLLECT_SET(store._dl_id)) AS DL FROM store AS store GROUP BY store.s_name
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from __future__ import annotations
 from sqlglot import exp
 
 from dltrace.rewriter.aggregate import is_aggregate
-from dltrace.rewriter.context import unsupported
+from dltrace.rewriter.context import RewriteContext, unsupported
 
 
-def distinct(expression: exp.Expression) -> exp.Expression:
+def distinct(expression: exp.Expression, context: RewriteContext) -> exp.Expression:
     """Turn every ``SELECT DISTINCT`` of the tree into the equivalent GROUP BY."""
     for select in list(expression.find_all(exp.Select)):
         marker = select.args.get("distinct")

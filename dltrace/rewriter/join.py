@@ -1,8 +1,9 @@
 """Rule: selection and joins.  ``FROM V1, ..., Vm WHERE C``: ``DL = V1.DL ∪ ... ∪ Vm.DL``
 (paper §3.3, join rule); a WHERE filter leaves each row's DL unchanged.
 
-Inner, comma and CROSS joins are handled here.  The union is kept as separate terms, one
-per source, and only materialised where the lineage leaves the query.
+Inner, comma, CROSS and OUTER joins are handled here; the padded (NULL) side of an outer
+join contributes ∅ (its terms may be NULL).  The union is kept as separate terms, one per
+source, and only materialised where the lineage leaves the query.
 
 >>> from dltrace.rewriter import rewrite_sql, PAPER_SCHEMA
 >>> print(rewrite_sql("SELECT d.s_name, i.i_name FROM store d JOIN sales s ON d.s_id = s.s_id "
@@ -12,6 +13,8 @@ SELECT d.s_name AS s_name, i.i_name AS i_name, ARRAY(d._dl_id, i._dl_id, s._dl_i
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
 
@@ -20,7 +23,7 @@ from dltrace.rewriter.context import ROWS, RewriteContext, set_lineage, unsuppor
 from dltrace.rewriter.derived_table import derived_table
 from dltrace.rewriter.terms import Term
 
-INNER_KINDS = {"", "INNER", "CROSS"}
+JOIN_KINDS = {"", "INNER", "CROSS", "OUTER"}
 
 
 def source_lineage(source: exp.Expression, scope: Scope, context: RewriteContext) -> tuple[Term, ...]:
@@ -42,8 +45,13 @@ def join(select: exp.Select, scope: Scope, context: RewriteContext) -> exp.Selec
         terms.extend(source_lineage(from_.this, scope, context))
     for join_node in select.args.get("joins") or []:
         side, kind = join_node.side.upper(), join_node.kind.upper()
-        if side or kind not in INNER_KINDS:
+        if kind not in JOIN_KINDS:
             raise unsupported(join_node, f"{' '.join(filter(None, (side, kind)))} JOIN")
-        terms.extend(source_lineage(join_node.this, scope, context))
+        joined = list(source_lineage(join_node.this, scope, context))
+        if side in ("RIGHT", "FULL"):
+            terms = [replace(t, nullable=True) for t in terms]
+        if side in ("LEFT", "FULL"):
+            joined = [replace(t, nullable=True) for t in joined]
+        terms.extend(joined)
     set_lineage(select, ROWS, terms)
     return select

@@ -9,6 +9,7 @@ aggregation and the rewritten SQL runs in ``spark-sql`` unchanged.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Protocol, Sequence
 
 from sqlglot import exp
@@ -21,11 +22,18 @@ def call(name: str, *args: exp.Expression) -> exp.Expression:
     return exp.Anonymous(this=name, expressions=list(args))
 
 
+def over(aggregate: exp.Expression, partition_by: list[exp.Expression] | None) -> exp.Expression:
+    """``aggregate`` as a window function over ``partition_by`` (None: a plain aggregate)."""
+    if partition_by is None:
+        return aggregate
+    return exp.Window(this=aggregate, partition_by=[p.copy() for p in partition_by])
+
+
 class Representation(Protocol):
     name: str
 
-    def aggregate(self, term: Term) -> Term:
-        """``DLUNION`` of a term over the rows of a group."""
+    def aggregate(self, term: Term, partition_by: list[exp.Expression] | None = None) -> Term:
+        """``DLUNION`` of a term over the rows of a group (or of a window partition)."""
 
     def as_set(self, terms: Lineage) -> exp.Expression:
         """One set value holding the union of ``terms``."""
@@ -43,15 +51,20 @@ class SetRepresentation:
     def empty(self) -> exp.Expression:
         return exp.cast(call("array"), exp.DataType.build(self.sql_type, dialect="spark"))
 
-    def aggregate(self, term: Term) -> Term:
+    def aggregate(self, term: Term, partition_by: list[exp.Expression] | None = None) -> Term:
+        if term.shared:
+            # the same set on every row: its union over a group is itself, read once
+            if isinstance(term.sql, exp.Subquery):
+                return term
+            return replace(term, sql=over(call("first", term.sql, exp.true()), partition_by))
         if term.kind is Kind.ID:
-            return Term(call("collect_set", term.sql), Kind.SET, term.tables)
-        return Term(call("array_distinct", call("flatten", call("collect_list", term.sql))), Kind.SET, term.tables)
+            return Term(over(call("collect_set", term.sql), partition_by), Kind.SET, term.tables)
+        return Term(call("array_distinct", call("flatten", over(call("collect_list", term.sql), partition_by))), Kind.SET, term.tables)
 
     def _group(self, terms: Sequence[Term], sort: bool) -> exp.Expression:
         """The union of terms over overlapping tables (deduplicated)."""
         ids = [t for t in terms if t.kind is Kind.ID]
-        sets = [t.sql for t in terms if t.kind is Kind.SET]
+        sets = [call("coalesce", t.sql, self.empty()) if t.nullable else t.sql for t in terms if t.kind is Kind.SET]
         parts = sets[:]
         if ids:
             array = call("array", *(t.sql for t in ids))
@@ -65,7 +78,7 @@ class SetRepresentation:
         else:
             value = call("array_distinct", parts[0] if len(parts) == 1 else call("concat", *parts))
         if sort and not single_id:
-            value = call("array_sort", value)
+            value = call("sort_array", value)
         return value
 
     def as_set(self, terms: Lineage) -> exp.Expression:
@@ -89,7 +102,7 @@ class SetRepresentation:
             return call("array_compact", value) if any(g[0].nullable for g in groups) else value
         parts = [self._group(g, sort=not interleaved) for g in groups]
         value = parts[0] if len(parts) == 1 else call("concat", *parts)
-        return call("array_sort", value) if interleaved else value
+        return call("sort_array", value) if interleaved else value
 
 
 REPRESENTATIONS: dict[str, Representation] = {"set": SetRepresentation()}

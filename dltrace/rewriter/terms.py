@@ -34,6 +34,7 @@ class Term:
     kind: Kind
     tables: frozenset[str]
     nullable: bool = False
+    shared: bool = False  # the same value on every row (an uncorrelated subquery's lineage)
 
     def at(self, sql: exp.Expression) -> Term:
         """The same lineage, read from another expression (e.g. a column of a subquery)."""

@@ -1,0 +1,54 @@
+"""Lineage-set values: sorted id arrays, roBDDs (CUDD via dd), pyeda BDDs.
+
+A lineage set is a set of int64 base-row ids, ``id = (table_code << 48) |
+row_number``. Three representations share one interface (:class:`LineageSet`)
+and one versioned byte encoding (:mod:`dltrace.bddsets.encoding`):
+
+* :class:`SortedIdSet`: sorted unique numpy int64 array; best for small sets.
+* :class:`BddSet`: reduced ordered BDD over the 64 id bits in CUDD; best for
+  large clustered and overlapping sets (paper section 4).
+* :class:`PyedaBddSet`: pyeda BDDs, an independent implementation for tests.
+
+The Spark UDF layer works on bytes with :func:`union_bytes`,
+:func:`bytes_from_ids`, :func:`ids_from_bytes`, :func:`contains_any_bytes` and
+friends (:mod:`dltrace.bddsets.bulk`).
+
+>>> from dltrace.bddsets import BddSet, SortedIdSet, decode
+>>> lineage = BddSet.from_ids([(1 << 48) + n for n in range(1000)])
+>>> len(lineage), lineage.node_count, (1 << 48) + 999 in lineage
+(1000, 61, True)
+>>> decode(lineage.to_bytes()) == SortedIdSet.from_ids(lineage.to_numpy())
+True
+"""
+
+from .base import LineageDecodeError, LineageSet
+from .bdd import BddSet, bdd_backend
+from .bulk import (
+    bytes_from_ids,
+    contains_any_batch,
+    contains_any_bytes,
+    count_bytes,
+    decode,
+    ids_from_bytes,
+    singleton_bytes,
+    union_bytes,
+)
+from .pyeda_set import PyedaBddSet
+from .sorted_set import SortedIdSet
+
+__all__ = [
+    "BddSet",
+    "LineageDecodeError",
+    "LineageSet",
+    "PyedaBddSet",
+    "SortedIdSet",
+    "bdd_backend",
+    "bytes_from_ids",
+    "contains_any_batch",
+    "contains_any_bytes",
+    "count_bytes",
+    "decode",
+    "ids_from_bytes",
+    "singleton_bytes",
+    "union_bytes",
+]

@@ -1,0 +1,27 @@
+"""Rule: subqueries in WHERE (IN, NOT IN, EXISTS, NOT EXISTS, scalar comparisons).
+
+Control semantics (the default): a row's DL is unioned with the DLUNION of the subquery's
+result rows (for a correlated subquery, its result for that row).  The lineage copy made by
+``subquery_copies`` joins the rows' lineage before any grouping; an uncorrelated one is the
+same set on every row, so grouping leaves it alone instead of collecting it per row.
+
+>>> from dltrace.rewriter import rewrite_sql, PAPER_SCHEMA
+>>> print(rewrite_sql("SELECT s_name FROM store d WHERE EXISTS (SELECT 1 FROM sales s WHERE s.s_id = d.s_id AND s.num > 2000)", PAPER_SCHEMA))
+SELECT d.s_name AS s_name, CONCAT(ARRAY(d._dl_id), SORT_ARRAY(COALESCE((SELECT COLLECT_SET(s._dl_id) AS __dl FROM sales AS s WHERE s.s_id = d.s_id AND s.num > 2000), CAST(ARRAY() AS ARRAY<BIGINT>)))) AS DL FROM store AS d WHERE EXISTS(SELECT 1 AS `1` FROM sales AS s WHERE s.s_id = d.s_id AND s.num > 2000)
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+from sqlglot.optimizer.scope import Scope
+
+from dltrace.rewriter.context import ROWS, RewriteContext, get_lineage, set_lineage
+from dltrace.rewriter.subquery_copies import lineage_term, placeholders
+
+
+def subquery_condition(select: exp.Select, scope: Scope, context: RewriteContext) -> exp.Select:
+    """Add the lineage of WHERE subqueries to each row's lineage."""
+    terms = [lineage_term(p, context) for p in placeholders(select, ("where",))]
+    if terms:
+        set_lineage(select, ROWS, [*get_lineage(select, ROWS), *terms])
+    return select

@@ -1,0 +1,133 @@
+"""Rule: every subquery used in an expression gets a *lineage copy* (paper §3.4, Q8 -> Q9).
+
+The subquery itself stays where it is, untouched, so the query filters and computes exactly
+as before.  Its copy is placed in the enclosing SELECT list as a scalar subquery; the copy is
+rewritten like any query and becomes the DLUNION of the subquery's result rows.  A
+correlated copy stays correlated, so each outer row gets the lineage of its own subquery
+result: Spark decorrelates it into a join against the subquery grouped by its correlation
+keys.  The rules ``subquery_condition`` and ``subquery_value`` then move the copies into
+the rows' lineage.
+
+Under ``semantics="data"`` subqueries in WHERE and HAVING contribute nothing and get no
+copy; scalar subqueries in the SELECT list compute output values and always do.
+
+>>> from dltrace.rewriter import rewrite_sql, PAPER_SCHEMA
+>>> print(rewrite_sql("SELECT i_name FROM item WHERE i_id IN (SELECT i_id FROM sales WHERE s_id = 1 AND num > 1500)", PAPER_SCHEMA))
+SELECT item.i_name AS i_name, CONCAT(ARRAY(item._dl_id), SORT_ARRAY(COALESCE((SELECT COLLECT_SET(sales._dl_id) AS __dl FROM sales AS sales WHERE sales.s_id = 1 AND sales.num > 1500), CAST(ARRAY() AS ARRAY<BIGINT>)))) AS DL FROM item AS item WHERE item.i_id IN (SELECT sales.i_id AS i_id FROM sales AS sales WHERE sales.s_id = 1 AND sales.num > 1500)
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from sqlglot import exp
+
+from dltrace.rewriter.aggregate import is_aggregate
+from dltrace.rewriter.context import OUTPUT, PROJECTED, RewriteContext, get_lineage, unsupported
+from dltrace.rewriter.terms import Kind, Term, tables_of
+
+SKIP = "dl_skip"  # an original subquery: never rewritten
+CLAUSE = "dl_clause"  # where a lineage copy's subquery stands: where, having, expressions
+WHOLE_INPUT = "dl_whole_input"  # EXCEPT's control lineage: all rows of the right input
+PLACEHOLDER = "__dlq"
+SUPPORTED_CLAUSES = ("where", "having", "expressions")
+
+
+def subquery_copies(expression: exp.Expression, context: RewriteContext) -> exp.Expression:
+    """Place a lineage copy beside every expression subquery that contributes lineage."""
+    for select in list(expression.find_all(exp.Select)):
+        if not is_skipped(select):
+            _copy_subqueries(select, context)
+    return expression
+
+
+def is_skipped(node: exp.Expression) -> bool:
+    """True inside an original subquery, which keeps its plain SQL."""
+    while node is not None:
+        if node.meta.get(SKIP):
+            return True
+        node = node.parent
+    return False
+
+
+def _copy_subqueries(select: exp.Select, context: RewriteContext) -> None:
+    for index, query in enumerate(list(expression_subqueries(select))):
+        clause = clause_of(query, select)
+        if clause not in SUPPORTED_CLAUSES:
+            raise unsupported(query, f"a subquery in {clause.upper().rstrip('_')}")
+        query.meta[SKIP] = True
+        if clause != "expressions" and context.semantics == "data":
+            continue
+        copy = query.copy()
+        copy.meta[SKIP] = False
+        copy.meta[CLAUSE] = clause
+        if query.meta.get(WHOLE_INPUT):
+            copy.set("where", None)
+        placeholder = exp.Alias(this=exp.Subquery(this=copy), alias=exp.to_identifier(f"{PLACEHOLDER}{index}"))
+        select.append("expressions", placeholder)
+        for inner in list(copy.find_all(exp.Select)):  # the copy itself first, then its inner queries
+            if not is_skipped(inner):
+                _copy_subqueries(inner, context)
+
+
+def expression_subqueries(select: exp.Select) -> Iterator[exp.Expression]:
+    """Queries used as values or predicates by ``select`` itself (not by nested queries)."""
+    stack = [value for key, value in select.args.items() if key not in ("from_", "joins", "with_")]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+            continue
+        if not isinstance(node, exp.Expression):
+            continue
+        if isinstance(node, (exp.Select, exp.SetOperation)):
+            yield node
+            continue
+        stack.extend(node.iter_expressions())
+
+
+def clause_of(node: exp.Expression, select: exp.Select) -> str:
+    """The argument of ``select`` that contains ``node``: where, having, expressions, ..."""
+    while node.parent is not select:
+        node = node.parent
+    return node.arg_key
+
+
+def placeholders(select: exp.Select, clauses: tuple[str, ...]) -> list[exp.Expression]:
+    """The lineage copies of ``select``'s subqueries standing in ``clauses``."""
+    return [
+        e for e in select.expressions
+        if e.alias_or_name.startswith(PLACEHOLDER) and e.this.this.meta.get(CLAUSE) in clauses
+    ]
+
+
+def lineage_term(placeholder: exp.Expression, context: RewriteContext) -> Term:
+    """Turn a rewritten lineage copy into the DLUNION of its rows, as a scalar subquery term."""
+    placeholder.pop()
+    query = placeholder.this.this
+    correlated = is_correlated(query)
+    representation = context.representation
+    if isinstance(query, exp.Select) and not query.args.get("group") and not query.args.get("limit"):
+        terms = get_lineage(query, PROJECTED)
+        if not is_aggregate(query):
+            terms = tuple(representation.aggregate(t) for t in terms)
+        value = representation.as_set(terms)
+        query.set("expressions", [exp.alias_(value, "__dl")])
+        query.set("order", None)
+        scalar = query
+    else:
+        if correlated:
+            raise unsupported(query, "a correlated subquery with GROUP BY, LIMIT or a set operation")
+        terms = get_lineage(query, OUTPUT)
+        inner = tuple(representation.aggregate(t.at(exp.column(t.sql.name, table="__dlq"))) for t in terms)
+        scalar = exp.select(exp.alias_(representation.as_set(inner), "__dl")).from_(exp.Subquery(this=query, alias=exp.TableAlias(this=exp.to_identifier("__dlq"))))
+        terms = inner
+    return Term(exp.Subquery(this=scalar), Kind.SET, tables_of(terms), nullable=True, shared=not correlated)
+
+
+def is_correlated(query: exp.Expression) -> bool:
+    """True when ``query`` reads a column of a table it does not itself define."""
+    defined = {t.alias_or_name for t in query.find_all(exp.Table)} | {
+        s.alias_or_name for s in query.find_all(exp.Subquery) if s.alias_or_name
+    } | {cte.alias_or_name for cte in query.find_all(exp.CTE)}
+    return any(c.table and c.table not in defined for c in query.find_all(exp.Column))

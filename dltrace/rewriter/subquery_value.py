@@ -1,0 +1,30 @@
+"""Rule: scalar subqueries in the SELECT list, and subqueries in HAVING (control semantics).
+
+A scalar subquery in the SELECT list computes an output value, so its DLUNION is part of
+the row's lineage under both semantics; a HAVING subquery decides which groups survive,
+so it counts under control semantics.  Both apply to the rows after grouping.
+
+>>> from dltrace.rewriter import rewrite_sql, PAPER_SCHEMA
+>>> print(rewrite_sql("SELECT s_id, SUM(num) AS n FROM sales GROUP BY s_id HAVING SUM(num) > (SELECT AVG(num) FROM sales)", PAPER_SCHEMA))
+SELECT sales.s_id AS s_id, SUM(sales.num) AS n, SORT_ARRAY(ARRAY_DISTINCT(CONCAT(COLLECT_SET(sales._dl_id), COALESCE((SELECT COLLECT_SET(sales._dl_id) AS __dl FROM sales AS sales), CAST(ARRAY() AS ARRAY<BIGINT>))))) AS DL FROM sales AS sales GROUP BY sales.s_id HAVING SUM(sales.num) > (SELECT AVG(sales.num) AS _col_0 FROM sales AS sales)
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+from sqlglot.optimizer.scope import Scope
+
+from dltrace.rewriter.aggregate import is_aggregate
+from dltrace.rewriter.context import ROWS, RewriteContext, get_lineage, set_lineage
+from dltrace.rewriter.subquery_copies import lineage_term, placeholders
+
+
+def subquery_value(select: exp.Select, scope: Scope, context: RewriteContext) -> exp.Select:
+    """Add the lineage of HAVING and SELECT-list subqueries to each output row's lineage."""
+    terms = [lineage_term(p, context) for p in placeholders(select, ("having", "expressions"))]
+    if is_aggregate(select):
+        # a correlated one refers to grouping columns: the same set on all rows of a group
+        terms = [context.representation.aggregate(t) for t in terms]
+    if terms:
+        set_lineage(select, ROWS, [*get_lineage(select, ROWS), *terms])
+    return select

@@ -1,0 +1,37 @@
+"""Rule: window functions.  Data semantics: a row's DL is unchanged.  Control semantics:
+the DLUNION of the rows of the row's window partition (every row of the partition can
+change the row's window value), as a window aggregate over the same PARTITION BY.
+
+>>> from dltrace.rewriter import rewrite_sql, PAPER_SCHEMA
+>>> print(rewrite_sql("SELECT t_id, RANK() OVER (PARTITION BY s_id ORDER BY num) AS r FROM sales", PAPER_SCHEMA))
+SELECT sales.t_id AS t_id, RANK() OVER (PARTITION BY sales.s_id ORDER BY sales.num) AS r, SORT_ARRAY(COLLECT_SET(sales._dl_id) OVER (PARTITION BY sales.s_id)) AS DL FROM sales AS sales
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+from sqlglot.optimizer.scope import Scope
+
+from dltrace.rewriter.context import ROWS, RewriteContext, get_lineage, set_lineage, unsupported
+
+
+def window(select: exp.Select, scope: Scope, context: RewriteContext) -> exp.Select:
+    """Under control semantics, widen each row's lineage to its window partitions."""
+    windows = [w for e in select.expressions for w in e.find_all(exp.Window) if w.find_ancestor(exp.Select) is select]
+    if not windows or context.semantics == "data":
+        return select
+    partitions: dict[str, list[exp.Expression]] = {}
+    for spec in windows:
+        if spec.args.get("alias") or isinstance(spec.this, exp.Identifier):
+            raise unsupported(spec, "a named window (WINDOW clause)")
+        partition = list(spec.args.get("partition_by") or [])
+        partitions.setdefault(" , ".join(p.sql() for p in partition), partition)
+    rows = get_lineage(select, ROWS)
+    widened = [
+        context.representation.aggregate(term, partition_by=partition)
+        for partition in partitions.values()
+        for term in rows
+        if not term.shared
+    ]
+    set_lineage(select, ROWS, [*widened, *(t for t in rows if t.shared)])
+    return select
