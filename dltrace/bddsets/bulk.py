@@ -115,6 +115,7 @@ def contains_any_batch(encodings: Sequence[bytes | None], probe_ids: Any) -> np.
     One decode for the whole batch; roBDDs are walked by all (row, probe) pairs
     together, so the cost is rows x probes x at most 64 steps.
     """
+    encodings = list(encodings)  # positional access, also for a pandas Series
     present = np.array([data is not None for data in encodings], dtype=bool)
     positions = np.flatnonzero(present)
     hits = np.zeros(len(encodings), dtype=bool)

@@ -209,7 +209,8 @@ class DecodedBatch:
 
     keys: sorted-set inputs in delta mode, each input's keys ascending, inputs
     concatenated; run_lo/run_hi: sorted-set inputs in run mode; forest: roBDD
-    inputs, one root each. ``kinds`` and ``owners`` say which input is which.
+    inputs, one root each. The ``*_owner`` arrays give the input index of each
+    key, run and root.
     """
 
     keys: np.ndarray

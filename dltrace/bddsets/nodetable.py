@@ -99,6 +99,22 @@ def _unique_pairs_dense(
     return code_of_rank[unique_pairs // distinct], code_of_rank[unique_pairs % distinct], inverse
 
 
+def _unique_pairs_sorted(
+    code_limit: int, lows: np.ndarray, highs: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """np.unique(..., return_inverse=True) on (low, high) pairs, spelled out (faster)."""
+    pair_keys = lows * np.int64(code_limit) + highs
+    order = np.argsort(pair_keys)
+    ordered = pair_keys[order]
+    first = np.empty(ordered.size, dtype=bool)
+    first[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    inverse = np.empty(ordered.size, dtype=np.int64)
+    inverse[order] = np.cumsum(first) - 1
+    unique_keys = ordered[first]
+    return unique_keys // code_limit, unique_keys % code_limit, inverse
+
+
 def terminal_table(code: int) -> NodeTable:
     """The table of the empty set (FALSE) or of every key (TRUE)."""
     empty = np.empty(0, dtype=np.int64)
@@ -123,9 +139,7 @@ class _Interner:
         """
         dense = _unique_pairs_dense(self.next_code, lows, highs) if self.next_code <= 8 * lows.size else None
         if dense is None:
-            width = np.int64(self.next_code)
-            unique_keys, inverse = np.unique(lows * width + highs, return_inverse=True)
-            new_lows, new_highs = unique_keys // width, unique_keys % width
+            new_lows, new_highs, inverse = _unique_pairs_sorted(self.next_code, lows, highs)
         else:
             new_lows, new_highs, inverse = dense
         self.bits.append(np.full(new_lows.size, bit, dtype=np.int64))
@@ -310,7 +324,7 @@ def runs_of_roots(table: NodeTable) -> tuple[np.ndarray, np.ndarray]:
             break
         node_bits = bits[codes]
         skipped = free - 1 - node_bits
-        if False:
+        if skipped.any():
             codes, prefixes, node_bits = _expand_skipped_bits(codes, prefixes, node_bits, skipped)
         shifted_one = _ONE << node_bits.astype(np.uint64)
         codes = np.concatenate((lows[codes], highs[codes]))

@@ -43,7 +43,7 @@ def merge_runs(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Union of runs in any order, overlapping or adjacent: maximal sorted runs."""
     if lo.size == 0:
         return lo.astype(np.uint64), hi.astype(np.uint64)
-    order = np.argsort(lo)  # ties need no order: reach covers them
+    order = np.argsort(lo, kind="stable")  # merges presorted pieces in linear time
     lo, hi = lo[order], hi[order]
     reach = np.maximum.accumulate(hi)
     # A new run starts where lo is beyond reach + 1 (written without reach + 1,

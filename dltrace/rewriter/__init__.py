@@ -71,6 +71,8 @@ def rewrite(
         raise BadInput(f"unknown representation '{representation}': use {' or '.join(REPRESENTATIONS)}")
     context = RewriteContext(codes, REPRESENTATIONS[representation], semantics, tag_instances)
     expression = qualify_against_catalog(expression, schemas)
+    with_ = expression.args.get("with_")
+    context.global_names = frozenset(codes) | frozenset(c.alias_or_name.lower() for c in (with_.expressions if with_ else []))
     for rule in PREPARE:
         expression = rule(expression, context)
     for scope in traverse_scope(expression):

@@ -5,8 +5,8 @@ Each id term becomes a ``collect_set``, a native aggregate with map-side partial
 aggregation, so it sits in the same SELECT as SUM, COUNT and the rest.
 
 >>> from dltrace.rewriter import rewrite_sql, PAPER_SCHEMA
->>> print(rewrite_sql("SELECT s_id, SUM(num) AS n FROM sales GROUP BY s_id HAVING SUM(num) > 2000", PAPER_SCHEMA))
-SELECT sales.s_id AS s_id, SUM(sales.num) AS n, SORT_ARRAY(COLLECT_SET(sales._dl_id)) AS DL FROM sales AS sales GROUP BY sales.s_id HAVING SUM(sales.num) > 2000
+>>> print(rewrite_sql("SELECT s_id, SUM(num) AS n FROM sales GROUP BY s_id", PAPER_SCHEMA))
+SELECT sales.s_id AS s_id, SUM(sales.num) AS n, SORT_ARRAY(COLLECT_SET(sales._dl_id)) AS DL FROM sales AS sales GROUP BY sales.s_id
 """
 
 from __future__ import annotations

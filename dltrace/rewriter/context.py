@@ -24,6 +24,8 @@ class RewriteContext:
     # testing aid: tag each id with the table occurrence it came through (paper §3.1's
     # tree definition, where every occurrence of a table is a relation of its own)
     tag_instances: bool = False
+    # names any part of the query can read: catalog tables and the outermost WITH's CTEs
+    global_names: frozenset[str] = frozenset()
 
 
 def get_lineage(node: exp.Expression, key: str) -> Lineage:

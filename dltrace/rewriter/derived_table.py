@@ -20,5 +20,9 @@ from dltrace.rewriter.terms import Term
 
 
 def derived_table(alias: str, source: Scope, context: RewriteContext) -> tuple[Term, ...]:
-    """The lineage of a rewritten subquery or CTE, read through ``alias``."""
-    return tuple(term.at(exp.column(term.sql.name, table=alias)) for term in get_lineage(source.expression, OUTPUT))
+    """The lineage of a rewritten subquery or CTE, read through ``alias`` (a shared
+    subquery term is passed on as it is)."""
+    return tuple(
+        term if isinstance(term.sql, exp.Subquery) else term.at(exp.column(term.sql.name, table=alias))
+        for term in get_lineage(source.expression, OUTPUT)
+    )

@@ -1,7 +1,9 @@
 """Rule: the result's lineage leaves the query as one column ``DL``.
 
 The ``__dl`` columns of the outermost query become a single ``DL`` value (for sets: the
-ids sorted ascending).
+ids sorted ascending).  Spark computes a grouped query's SELECT list for every group
+before HAVING drops most of them, so after a HAVING the value is assembled in a thin
+projection above the query, for the surviving groups only.
 
 >>> from dltrace.rewriter import rewrite_sql, PAPER_SCHEMA
 >>> print(rewrite_sql("SELECT a.s_id, b.s_id FROM store a, store b WHERE a.s_name = b.s_name", PAPER_SCHEMA))
@@ -12,15 +14,37 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from dltrace.rewriter.context import RewriteContext
+from dltrace.rewriter.context import OUTPUT, RewriteContext, get_lineage
 from dltrace.rewriter.set_operation import replace_lineage_columns
+from dltrace.rewriter.terms import is_lineage_column
+
+OUTER = "__dlout"
 
 DL = "DL"
 
 
 def output(expression: exp.Expression, context: RewriteContext) -> exp.Expression:
     """Replace the outermost query's ``__dl`` columns by the final ``DL`` column."""
-    replace_lineage_columns(
-        expression.unnest(), lambda terms: [(DL, context.representation.output(terms, context.codes))]
-    )
+    query = expression.unnest()
+    if isinstance(query, exp.Select) and query.args.get("having"):
+        return _after_having(query, context)
+    replace_lineage_columns(query, lambda terms: [(DL, context.representation.output(terms, context.codes))])
     return expression
+
+
+def _after_having(query: exp.Select, context: RewriteContext) -> exp.Select:
+    """``SELECT cols, DL FROM (query) AS __dlout``, with the query's ORDER BY and LIMIT."""
+    outputs = get_lineage(query, OUTPUT)
+    names = [n for n in query.named_selects if not is_lineage_column(n)]
+    terms = tuple(t if isinstance(t.sql, exp.Subquery) else t.at(exp.column(t.sql.name, table=OUTER)) for t in outputs)
+    outer = exp.select(*[exp.column(n, table=OUTER) for n in names]).from_(query.subquery(OUTER, copy=False))
+    outer.select(exp.alias_(context.representation.output(terms, context.codes), DL), copy=False)
+    for key in ("order", "limit", "offset"):
+        if query.args.get(key) and _names_only(query.args[key], names):
+            outer.set(key, query.args[key].pop())
+    return outer
+
+
+def _names_only(clause: exp.Expression, names: list[str]) -> bool:
+    """True when ``clause`` refers to output columns by name only (it can move outside)."""
+    return all(not c.table and c.name in names for c in clause.find_all(exp.Column))

@@ -2,6 +2,10 @@
 rows' lineage terms are appended to the SELECT list as ``__dl`` columns so the enclosing
 query can read them.  ORDER BY and LIMIT select rows and leave their DL unchanged.
 
+A shared term (an uncorrelated subquery's lineage, the same set on every row) is not copied
+into every row: it travels on as the same scalar subquery, evaluated once, and is only
+spelled out in the final ``DL``.
+
 >>> from dltrace.rewriter import rewrite_sql, PAPER_SCHEMA
 >>> print(rewrite_sql("SELECT i_name FROM (SELECT i_name FROM item ORDER BY i_id LIMIT 2) AS t", PAPER_SCHEMA))
 SELECT t.i_name AS i_name, ARRAY(t.__dl0) AS DL FROM (SELECT item.i_name AS i_name, item._dl_id AS __dl0 FROM item AS item ORDER BY item.i_id LIMIT 2) AS t
@@ -9,11 +13,22 @@ SELECT t.i_name AS i_name, ARRAY(t.__dl0) AS DL FROM (SELECT item.i_name AS i_na
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
 
 from dltrace.rewriter.context import OUTPUT, PROJECTED, ROWS, RewriteContext, get_lineage, set_lineage
-from dltrace.rewriter.terms import lineage_column
+from dltrace.rewriter.terms import Term, lineage_column
+
+
+def is_symbolic(term: Term, context: RewriteContext) -> bool:
+    """A shared scalar subquery that reads only names visible everywhere in the query."""
+    return (
+        term.shared
+        and isinstance(term.sql, exp.Subquery)
+        and all(t.name.lower() in context.global_names for t in term.sql.find_all(exp.Table))
+    )
 
 
 def projection(select: exp.Select, scope: Scope, context: RewriteContext) -> exp.Select:
@@ -21,9 +36,12 @@ def projection(select: exp.Select, scope: Scope, context: RewriteContext) -> exp
     rows = get_lineage(select, ROWS)
     output = []
     for index, term in enumerate(rows):
+        if is_symbolic(term, context):
+            output.append(term)
+            continue
         name = lineage_column(index)
         select.append("expressions", exp.alias_(term.sql, name))
-        output.append(term.at(exp.column(name)))
+        output.append(replace(term, sql=exp.column(name), shared=False))
     set_lineage(select, PROJECTED, rows)
     set_lineage(select, OUTPUT, output)
     return select

@@ -58,6 +58,8 @@ def _copy_subqueries(select: exp.Select, context: RewriteContext) -> None:
         query.meta[SKIP] = True
         if clause != "expressions" and context.semantics == "data":
             continue
+        if _always_empty(query, select) and not query.meta.get(WHOLE_INPUT):
+            continue
         copy = query.copy()
         copy.meta[SKIP] = False
         copy.meta[CLAUSE] = clause
@@ -68,6 +70,18 @@ def _copy_subqueries(select: exp.Select, context: RewriteContext) -> None:
         for inner in list(copy.find_all(exp.Select)):  # the copy itself first, then its inner queries
             if not is_skipped(inner):
                 _copy_subqueries(inner, context)
+
+
+def _always_empty(query: exp.Expression, select: exp.Select) -> bool:
+    """A ``NOT EXISTS`` conjunct of WHERE: rows pass only when its result is empty, so the
+    lineage it adds (DLUNION of its result rows) is always ∅."""
+    node = query.parent
+    if not isinstance(node, exp.Exists) or not isinstance(node.parent, exp.Not):
+        return False
+    node = node.parent
+    while isinstance(node.parent, (exp.And, exp.Paren)):
+        node = node.parent
+    return isinstance(node.parent, exp.Where) and node.parent.parent is select
 
 
 def expression_subqueries(select: exp.Select) -> Iterator[exp.Expression]:
