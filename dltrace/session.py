@@ -8,6 +8,7 @@ from pathlib import Path
 from sqlglot import exp
 
 from dltrace import rewriter
+from dltrace.rewriter.base_table import tagged_row_ids
 from dltrace.catalog import Catalog, TableEntry, register
 from dltrace.errors import BadInput, DltraceError
 from dltrace.spark import get_spark
@@ -69,8 +70,21 @@ class LineageSession:
         ``tag_instances`` is a testing aid: ids carry the number of the table occurrence
         they came through in their top bits (the paper's tree definition, §3.1).
         """
+        return self.lineage_sql(query, semantics, repr, tagged_row_ids if tag_instances else None)
+
+    def lineage_sql(
+        self,
+        query: str,
+        semantics: str = "control",
+        repr: str = "set",
+        id_source: rewriter.IdSource | None = None,
+        ids_ordered_by_table: bool = True,
+    ) -> str:
+        """The rewriter over this catalog, with ids from ``id_source`` (default: ``_dl_id``)."""
         codes = {name: entry.code for name, entry in self.catalog.tables.items()}
-        expression = rewriter.rewrite(rewriter.parse(query), self.catalog.schemas(), codes, repr, semantics, tag_instances)
+        expression = rewriter.rewrite(
+            rewriter.parse(query), self.catalog.schemas(), codes, repr, semantics, id_source, ids_ordered_by_table
+        )
         return expression.sql(dialect="spark")
 
     def plain(self, query: str) -> str:

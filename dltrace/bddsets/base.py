@@ -84,7 +84,7 @@ def sorted_unique(values: np.ndarray) -> np.ndarray:
         return ordered
     keep = np.empty(ordered.size, dtype=bool)
     keep[0] = True
-    keep[1:] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
     return ordered[keep]
 
 
@@ -201,6 +201,10 @@ class LineageSet(abc.ABC):
         return bool(np.array_equal(self.to_numpy(), other.to_numpy()))
 
     __hash__ = None  # type: ignore[assignment]  # equal across classes, so no cheap hash
+
+    def __reduce__(self) -> tuple[Any, tuple[bytes]]:
+        """Pickle as the byte encoding: CUDD functions cannot cross processes otherwise."""
+        return type(self).from_bytes, (self.to_bytes(),)
 
     def __repr__(self) -> str:
         ids = self.to_numpy() if self.count() <= 8 else None

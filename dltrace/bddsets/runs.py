@@ -76,9 +76,3 @@ def keys_from_runs(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     base = np.repeat(lo - first_index.astype(np.uint64), lengths)
     return base + np.arange(total, dtype=np.uint64)
 
-
-def runs_contain(lo: np.ndarray, hi: np.ndarray, keys: np.ndarray) -> np.ndarray:
-    """Vectorized membership of keys in disjoint sorted runs."""
-    index = np.searchsorted(lo, keys, side="right") - 1
-    safe = np.maximum(index, 0)
-    return (index >= 0) & (hi[safe] >= keys) if lo.size else np.zeros(keys.shape, dtype=bool)

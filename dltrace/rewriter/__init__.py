@@ -17,7 +17,7 @@ from sqlglot.optimizer.scope import traverse_scope
 from dltrace.errors import BadInput
 from dltrace.rewriter.aggregate import aggregate
 from dltrace.rewriter.base_table import number_instances
-from dltrace.rewriter.context import RewriteContext
+from dltrace.rewriter.context import IdSource, RewriteContext
 from dltrace.rewriter.distinct import distinct
 from dltrace.rewriter.distinct_set_operations import distinct_set_operations
 from dltrace.rewriter.join import join
@@ -53,7 +53,7 @@ PAPER_SCHEMA = {
 }
 PAPER_CODES = {"store": 1, "item": 2, "sales": 3}
 
-__all__ = ["DL", "rewrite", "rewrite_sql", "parse", "PAPER_SCHEMA", "PAPER_CODES"]
+__all__ = ["DL", "IdSource", "rewrite", "rewrite_sql", "parse", "PAPER_SCHEMA", "PAPER_CODES"]
 
 
 def rewrite(
@@ -62,14 +62,19 @@ def rewrite(
     codes: dict[str, int],
     representation: str = "set",
     semantics: str = "control",
-    tag_instances: bool = False,
+    id_source: IdSource | None = None,
+    ids_ordered_by_table: bool = True,
 ) -> exp.Expression:
-    """``expression`` rewritten so that it also outputs ``DL``, its rows' lineage."""
+    """``expression`` rewritten so that it also outputs ``DL``, its rows' lineage.
+
+    ``id_source`` says where each table occurrence's ids come from (default: ``_dl_id``);
+    ``ids_ordered_by_table`` is False when they are not row ids (e.g. granule hashes).
+    """
     if semantics not in SEMANTICS:
         raise BadInput(f"unknown semantics '{semantics}': use control or data")
     if representation not in REPRESENTATIONS:
         raise BadInput(f"unknown representation '{representation}': use {' or '.join(REPRESENTATIONS)}")
-    context = RewriteContext(codes, REPRESENTATIONS[representation], semantics, tag_instances)
+    context = RewriteContext(codes, REPRESENTATIONS[representation], semantics, id_source, ids_ordered_by_table)
     expression = qualify_against_catalog(expression, schemas)
     with_ = expression.args.get("with_")
     context.global_names = frozenset(codes) | frozenset(c.alias_or_name.lower() for c in (with_.expressions if with_ else []))

@@ -7,8 +7,9 @@ contributes one ``ID`` term: its alias's ``_dl_id``.
 >>> print(rewrite_sql("SELECT s_name FROM store WHERE city = 'Albany'", PAPER_SCHEMA))
 SELECT store.s_name AS s_name, ARRAY(store._dl_id) AS DL FROM store AS store WHERE store.city = 'Albany'
 
-With ``tag_instances`` (tests only), each occurrence of a table adds its occurrence number
-in the id's top bits, so that lineage follows the paper's tree definition (§3.1).
+Where the ids come from is the context's ``id_source``: ``row_ids`` by default, and
+``tagged_row_ids`` for tests, which adds each table occurrence's number in the id's top
+bits so that lineage follows the paper's tree definition (§3.1).
 """
 
 from __future__ import annotations
@@ -37,9 +38,22 @@ def number_instances(expression: exp.Expression, context: RewriteContext) -> exp
     return expression
 
 
+def row_ids(table: exp.Table) -> tuple[exp.Expression, bool]:
+    """Each row's own id."""
+    return exp.column(ID_COLUMN, table=table.alias_or_name), False
+
+
+def tagged_row_ids(table: exp.Table) -> tuple[exp.Expression, bool]:
+    """Each row's id plus its table occurrence's number in the top bits (tests only)."""
+    dl_id, nullable = row_ids(table)
+    tag = exp.Literal.number(table.meta[INSTANCE] << INSTANCE_SHIFT)
+    return exp.Paren(this=exp.Add(this=dl_id, expression=tag)), nullable
+
+
 def base_table(table: exp.Table, scope: Scope, context: RewriteContext) -> tuple[Term, ...]:
     """The lineage a registered table contributes to the scope that reads it."""
-    dl_id: exp.Expression = exp.column(ID_COLUMN, table=table.alias_or_name)
-    if context.tag_instances:
-        dl_id = exp.Paren(this=exp.Add(this=dl_id, expression=exp.Literal.number(table.meta[INSTANCE] << INSTANCE_SHIFT)))
-    return (Term(dl_id, Kind.ID, frozenset({table.name.lower()})),)
+    source = (context.id_source or row_ids)(table)
+    if source is None:
+        return ()
+    dl_id, nullable = source
+    return (Term(dl_id, Kind.ID, frozenset({table.name.lower()}), nullable=nullable),)

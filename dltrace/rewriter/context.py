@@ -4,6 +4,7 @@ the lineage already computed for inner scopes (kept in the AST nodes' ``meta``).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable, Optional
 
 from sqlglot import exp
 
@@ -16,14 +17,20 @@ OUTPUT = "dl_output"  # lineage of a rewritten query's output rows, as its __dl 
 PROJECTED = "dl_projected"  # the terms behind a SELECT's __dl columns
 
 
+# Where a table occurrence's lineage ids come from: ``(id expression, nullable)`` over the
+# occurrence's alias, or None when the table contributes nothing.  The default reads
+# ``_dl_id``; LINEAGE ON uses granule ids; impact re-evaluation gives ids to bad rows only.
+IdSource = Callable[[exp.Table], Optional[tuple[exp.Expression, bool]]]
+
+
 @dataclass
 class RewriteContext:
     codes: dict[str, int]
     representation: Representation
     semantics: str = "control"
-    # testing aid: tag each id with the table occurrence it came through (paper §3.1's
-    # tree definition, where every occurrence of a table is a relation of its own)
-    tag_instances: bool = False
+    id_source: IdSource | None = None  # None: every row's own id (``_dl_id``)
+    # True when ids of a lower table code are always smaller (row ids, not granule hashes)
+    ids_ordered_by_table: bool = True
     # names any part of the query can read: catalog tables and the outermost WITH's CTEs
     global_names: frozenset[str] = frozenset()
 

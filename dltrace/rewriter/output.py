@@ -28,7 +28,7 @@ def output(expression: exp.Expression, context: RewriteContext) -> exp.Expressio
     query = expression.unnest()
     if isinstance(query, exp.Select) and query.args.get("having"):
         return _after_having(query, context)
-    replace_lineage_columns(query, lambda terms: [(DL, context.representation.output(terms, context.codes))])
+    replace_lineage_columns(query, lambda terms: [(DL, context.representation.output(terms, context.codes, context.ids_ordered_by_table))])
     return expression
 
 
@@ -38,7 +38,7 @@ def _after_having(query: exp.Select, context: RewriteContext) -> exp.Select:
     names = [n for n in query.named_selects if not is_lineage_column(n)]
     terms = tuple(t if isinstance(t.sql, exp.Subquery) else t.at(exp.column(t.sql.name, table=OUTER)) for t in outputs)
     outer = exp.select(*[exp.column(n, table=OUTER) for n in names]).from_(query.subquery(OUTER, copy=False))
-    outer.select(exp.alias_(context.representation.output(terms, context.codes), DL), copy=False)
+    outer.select(exp.alias_(context.representation.output(terms, context.codes, context.ids_ordered_by_table), DL), copy=False)
     for key in ("order", "limit", "offset"):
         if query.args.get(key) and _names_only(query.args[key], names):
             outer.set(key, query.args[key].pop())

@@ -38,7 +38,7 @@ class Representation(Protocol):
     def as_set(self, terms: Lineage) -> exp.Expression:
         """One set value holding the union of ``terms``."""
 
-    def output(self, terms: Lineage, codes: dict[str, int]) -> exp.Expression:
+    def output(self, terms: Lineage, codes: dict[str, int], ordered_by_table: bool = True) -> exp.Expression:
         """The final ``DL`` column."""
 
 
@@ -87,11 +87,14 @@ class SetRepresentation:
         groups = [self._group(group, sort=False) for group in overlapping_groups(terms)]
         return groups[0] if len(groups) == 1 else call("concat", *groups)
 
-    def output(self, terms: Lineage, codes: dict[str, int]) -> exp.Expression:
+    def output(self, terms: Lineage, codes: dict[str, int], ordered_by_table: bool = True) -> exp.Expression:
         """Sorted without a global sort where possible: groups over disjoint code ranges,
-        concatenated in code order, are sorted when each group is."""
+        concatenated in code order, are sorted when each group is (``ordered_by_table``:
+        the ids are row ids, whose top bits are the table code)."""
         if not terms:
             return self.empty()
+        if not ordered_by_table:
+            return call("sort_array", self._group(terms, sort=False))
         groups = sorted(overlapping_groups(terms), key=lambda g: min(codes[t] for term in g for t in term.tables))
         ranges = [(min(codes[t] for term in g for t in term.tables), max(codes[t] for term in g for t in term.tables)) for g in groups]
         interleaved = any(prev[1] >= nxt[0] for prev, nxt in zip(ranges, ranges[1:]))
