@@ -9,6 +9,7 @@ demand that anything the decoder accepts re-encodes to the very same bytes.
 
 from __future__ import annotations
 
+import pickle
 import subprocess
 import sys
 
@@ -92,7 +93,7 @@ def test_implementations_agree_with_python_sets(ids: list[int], other_ids: list[
     built = {cls: cls.from_ids(ids) for cls in IMPLEMENTATIONS}
     for cls, lineage in built.items():
         other = cls.from_ids(other_ids)
-        assert lineage.to_numpy().tolist() == ids, cls
+        assert lineage.to_numpy().tolist() == ids and lineage.to_ids().tolist() == ids, cls
         assert list(lineage) == ids and len(lineage) == len(ids) and bool(lineage) == bool(ids)
         assert list(lineage | other) == expected_union, cls
         assert lineage.intersects(other) is expected_overlap, cls
@@ -206,6 +207,14 @@ def test_union_all_mixes_representations() -> None:
     for cls in IMPLEMENTATIONS:
         assert list(cls.union_all(parts)) == [1, 2, 3, 9]
         assert list(cls.union_all([])) == []
+
+
+def test_sets_pickle_as_their_encoding() -> None:
+    for cls in IMPLEMENTATIONS:
+        lineage = cls.from_ids([-7, 1 << 48, (1 << 48) + 1])
+        assert pickle.loads(pickle.dumps(lineage)) == lineage
+    union = BddSet.from_ids([1]) | BddSet.from_ids([2])  # a CUDD function only
+    assert list(pickle.loads(pickle.dumps(union))) == [1, 2]
 
 
 def test_bad_ids_are_refused() -> None:

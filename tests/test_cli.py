@@ -69,9 +69,9 @@ def test_query_from_file(capsys, paper_catalog, tmp_path):
         ("select from where", "line 1, column"),
         ("select s_nam from store", "s_nam"),
         ("select s_id from store a, store b", "s_id"),
-        ("select s_name, row_number() over (order by s_id) from store", "window function"),
+        ("select s_name from store tablesample (50 percent)", "TABLESAMPLE is not supported"),
         ("select s_id as dl from store", "DL"),
-        ("select a.s_id from store a left join sales b on a.s_id = b.s_id", "LEFT"),
+        ("select category from item intersect all select category from item", "INTERSECT ALL"),
         ("insert into store values (1)", "queries"),
     ],
 )
