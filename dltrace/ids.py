@@ -1,7 +1,7 @@
 """Base-row ids: ``(table_code << 48) | row_number`` (DESIGN §3).
 
 >>> make_id(3, 41)
-844424930131985
+844424930132009
 >>> split_id(844424930132009)
 (3, 41)
 """
