@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -96,6 +97,8 @@ def _embedded(master: str, settings: dict[str, str]):
     from pyspark.sql import SparkSession
 
     check_java()
+    # Python workers (the roBDD UDFs) must run this interpreter, with dltrace installed
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     log4j = Path(__file__).with_name("log4j2.properties")
     conf = SparkConf().setAppName("dltrace").setMaster(master)
     conf.set("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j}")

@@ -11,6 +11,8 @@ SELECT d.s_name AS s_name, i.i_name AS i_name, ARRAY(d._dl_id, i._dl_id, s._dl_i
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from sqlglot import exp
 from sqlglot.optimizer.scope import traverse_scope
 
@@ -24,11 +26,11 @@ from dltrace.rewriter.join import join
 from dltrace.rewriter.output import DL, output
 from dltrace.rewriter.projection import projection
 from dltrace.rewriter.qualify import parse, qualify_against_catalog
-from dltrace.rewriter.representation import REPRESENTATIONS
+from dltrace.rewriter.representation import REPRESENTATIONS, SET
 from dltrace.rewriter.semi_anti_join import semi_anti_join
 from dltrace.rewriter.set_operation import union_all
 from dltrace.rewriter.subquery_condition import subquery_condition
-from dltrace.rewriter.subquery_copies import is_skipped, subquery_copies
+from dltrace.rewriter.subquery_copies import in_lineage_copy, is_skipped, subquery_copies
 from dltrace.rewriter.subquery_value import subquery_value
 from dltrace.rewriter.unsupported import refuse_unsupported
 from dltrace.rewriter.window import window
@@ -64,29 +66,34 @@ def rewrite(
     semantics: str = "control",
     id_source: IdSource | None = None,
     ids_ordered_by_table: bool = True,
+    table_rows: dict[str, int] | None = None,
+    table_keys: dict[str, list[str]] | None = None,
 ) -> exp.Expression:
     """``expression`` rewritten so that it also outputs ``DL``, its rows' lineage.
 
     ``id_source`` says where each table occurrence's ids come from (default: ``_dl_id``);
-    ``ids_ordered_by_table`` is False when they are not row ids (e.g. granule hashes).
+    ``ids_ordered_by_table`` is False when they are not row ids (e.g. granule hashes);
+    ``table_rows`` and ``table_keys`` (catalog statistics) let ``auto`` choose.
     """
     if semantics not in SEMANTICS:
         raise BadInput(f"unknown semantics '{semantics}': use control or data")
     if representation not in REPRESENTATIONS:
         raise BadInput(f"unknown representation '{representation}': use {' or '.join(REPRESENTATIONS)}")
     context = RewriteContext(codes, REPRESENTATIONS[representation], semantics, id_source, ids_ordered_by_table)
+    context.table_rows, context.table_keys = table_rows, table_keys
     expression = qualify_against_catalog(expression, schemas)
     with_ = expression.args.get("with_")
     context.global_names = frozenset(codes) | frozenset(c.alias_or_name.lower() for c in (with_.expressions if with_ else []))
     for rule in PREPARE:
         expression = rule(expression, context)
+    in_copy = replace(context, representation=SET)  # lineage copies use native sets
     for scope in traverse_scope(expression):
         node = scope.expression
         if is_skipped(node):
             continue  # an original subquery: its lineage copy is rewritten instead
         rules = SELECT_RULES if isinstance(node, exp.Select) else SET_OPERATION_RULES
         for rule in rules:
-            rule(node, scope, context)
+            rule(node, scope, in_copy if in_lineage_copy(node) else context)
     return output(expression, context)
 
 

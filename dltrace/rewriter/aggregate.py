@@ -34,5 +34,31 @@ def aggregate(select: exp.Select, scope: Scope, context: RewriteContext) -> exp.
     """Replace the rows' lineage by its DLUNION over each group."""
     if is_aggregate(select):
         rows = get_lineage(select, ROWS)
-        set_lineage(select, ROWS, [context.representation.aggregate(term) for term in rows])
+        size = expected_group_lineage(select, context)
+        set_lineage(select, ROWS, [context.representation.aggregate(term, group_size=size) for term in rows])
     return select
+
+
+def expected_group_lineage(select: exp.Select, context: RewriteContext) -> float | None:
+    """A rough number of ids per group, from catalog statistics (None when unknown).
+
+    The input is taken as the largest table read; a global aggregate is one group, a GROUP
+    BY on the key of a table has as many groups as that table has rows, and any other
+    grouping √input groups (unknown cardinality, between one group and one per row).
+    """
+    if not context.table_rows:
+        return None
+    sources = [t for part in [select.args.get("from_"), *(select.args.get("joins") or [])] if part for t in part.find_all(exp.Table)]
+    rows = {t.name.lower(): context.table_rows.get(t.name.lower(), 0) for t in sources}
+    read = max(rows.values(), default=0)
+    if not read:
+        return None
+    group = select.args.get("group")
+    if not group:
+        return float(read)
+    grouped = {c.name.lower() for c in group.find_all(exp.Column)}
+    for table in rows:
+        key = [k.lower() for k in (context.table_keys or {}).get(table) or []]
+        if key and set(key) <= grouped:
+            return read / max(rows[table], 1)
+    return read ** 0.5

@@ -33,6 +33,9 @@ class RewriteContext:
     ids_ordered_by_table: bool = True
     # names any part of the query can read: catalog tables and the outermost WITH's CTEs
     global_names: frozenset[str] = frozenset()
+    # catalog statistics for choosing representations: rows and key columns per table
+    table_rows: dict[str, int] | None = None
+    table_keys: dict[str, list[str]] | None = None
 
 
 def get_lineage(node: exp.Expression, key: str) -> Lineage:

@@ -1,10 +1,18 @@
-"""How lineage-set values are built in SQL: the ``set`` representation in native Spark SQL.
+"""How lineage-set values are built in SQL: ``set`` (native Spark SQL) and ``bdd`` (roBDDs).
 
 A representation turns lineage terms into expressions: a set from ids and sets, the
-``DLUNION`` aggregate, and the final ``DL`` column.  The ``set`` representation keeps
-``array<bigint>`` values with distinct ids, and its final ``DL`` is sorted ascending.
-Everything is a built-in Spark function, so native aggregates get map-side partial
-aggregation and the rewritten SQL runs in ``spark-sql`` unchanged.
+``DLUNION`` aggregate, and the final ``DL`` column.  Terms say what their value is (an
+``ID``, a native ``IDS`` array or ``BDD`` bytes), and each representation accepts the
+other's sets, so parts of one query can use different representations (``auto``; and
+lineage copies of subqueries, which always use native sets because Spark cannot run
+Python UDFs inside scalar subqueries).
+
+* ``set``: ``array<bigint>`` with distinct ids, sorted in the final ``DL``; built-in
+  functions only, so native aggregates aggregate map-side and the SQL runs in
+  ``spark-sql`` unchanged.
+* ``bdd``: ``binary`` roBDDs (paper §4) built by the Arrow UDF ``dl_bdd_union``
+  (:mod:`dltrace.udafs`) from native ``collect_set``/``collect_list`` results, so Spark
+  still groups map-side and Python runs once per group or output row.
 """
 
 from __future__ import annotations
@@ -29,14 +37,32 @@ def over(aggregate: exp.Expression, partition_by: list[exp.Expression] | None) -
     return exp.Window(this=aggregate, partition_by=[p.copy() for p in partition_by])
 
 
+def typed_empty_array(element: str) -> exp.Expression:
+    return exp.cast(call("array"), exp.DataType.build(f"ARRAY<{element}>", dialect="spark"))
+
+
+def aggregate_shared(term: Term, partition_by: list[exp.Expression] | None) -> Term:
+    """DLUNION over a group of a set that is the same on every row: itself, read once."""
+    if isinstance(term.sql, exp.Subquery):
+        return term
+    return replace(term, sql=over(call("first", term.sql, exp.true()), partition_by))
+
+
+def as_id_array(term: Term) -> exp.Expression:
+    """A set term's ids as a native array (roBDD bytes decoded by ``dl_ids``)."""
+    return call("dl_ids", term.sql) if term.kind is Kind.BDD else term.sql
+
+
 class Representation(Protocol):
     name: str
+    set_kind: Kind
 
-    def aggregate(self, term: Term, partition_by: list[exp.Expression] | None = None) -> Term:
-        """``DLUNION`` of a term over the rows of a group (or of a window partition)."""
+    def aggregate(self, term: Term, partition_by: list[exp.Expression] | None = None, group_size: float | None = None) -> Term:
+        """``DLUNION`` of a term over the rows of a group (or of a window partition);
+        ``group_size`` is the expected number of ids per group, when known."""
 
     def as_set(self, terms: Lineage) -> exp.Expression:
-        """One set value holding the union of ``terms``."""
+        """One set value (of ``set_kind``) holding the union of ``terms``."""
 
     def output(self, terms: Lineage, codes: dict[str, int], ordered_by_table: bool = True) -> exp.Expression:
         """The final ``DL`` column."""
@@ -46,25 +72,27 @@ class SetRepresentation:
     """``DL`` as ``array<bigint>``: distinct ids, sorted in the output."""
 
     name = "set"
-    sql_type = "ARRAY<BIGINT>"
+    set_kind = Kind.IDS
 
     def empty(self) -> exp.Expression:
-        return exp.cast(call("array"), exp.DataType.build(self.sql_type, dialect="spark"))
+        return typed_empty_array("BIGINT")
 
-    def aggregate(self, term: Term, partition_by: list[exp.Expression] | None = None) -> Term:
+    def aggregate(self, term: Term, partition_by: list[exp.Expression] | None = None, group_size: float | None = None) -> Term:
         if term.shared:
-            # the same set on every row: its union over a group is itself, read once
-            if isinstance(term.sql, exp.Subquery):
-                return term
-            return replace(term, sql=over(call("first", term.sql, exp.true()), partition_by))
+            return aggregate_shared(term, partition_by)
         if term.kind is Kind.ID:
-            return Term(over(call("collect_set", term.sql), partition_by), Kind.SET, term.tables)
-        return Term(call("array_distinct", call("flatten", over(call("collect_list", term.sql), partition_by))), Kind.SET, term.tables)
+            return Term(over(call("collect_set", term.sql), partition_by), Kind.IDS, term.tables)
+        flat = call("flatten", over(call("collect_list", as_id_array(term)), partition_by))
+        return Term(call("array_distinct", flat), Kind.IDS, term.tables)
 
     def _group(self, terms: Sequence[Term], sort: bool) -> exp.Expression:
         """The union of terms over overlapping tables (deduplicated)."""
         ids = [t for t in terms if t.kind is Kind.ID]
-        sets = [call("coalesce", t.sql, self.empty()) if t.nullable else t.sql for t in terms if t.kind is Kind.SET]
+        sets = [
+            call("coalesce", as_id_array(t), self.empty()) if t.nullable else as_id_array(t)
+            for t in terms
+            if t.kind is not Kind.ID
+        ]
         parts = sets[:]
         if ids:
             array = call("array", *(t.sql for t in ids))
@@ -95,11 +123,11 @@ class SetRepresentation:
             return self.empty()
         if not ordered_by_table:
             return call("sort_array", self._group(terms, sort=False))
-        groups = sorted(overlapping_groups(terms), key=lambda g: min(codes[t] for term in g for t in term.tables))
-        ranges = [(min(codes[t] for term in g for t in term.tables), max(codes[t] for term in g for t in term.tables)) for g in groups]
+        code_range = lambda g: (min(codes[t] for term in g for t in term.tables), max(codes[t] for term in g for t in term.tables))  # noqa: E731
+        groups = sorted(overlapping_groups(terms), key=code_range)
+        ranges = [code_range(g) for g in groups]
         interleaved = any(prev[1] >= nxt[0] for prev, nxt in zip(ranges, ranges[1:]))
-        all_single_ids = all(len(g) == 1 and g[0].kind is Kind.ID for g in groups)
-        if all_single_ids:
+        if all(len(g) == 1 and g[0].kind is Kind.ID for g in groups):
             # one id per table, in code order: already sorted; NULLs of outer joins dropped
             value = call("array", *(g[0].sql for g in groups))
             return call("array_compact", value) if any(g[0].nullable for g in groups) else value
@@ -108,4 +136,75 @@ class SetRepresentation:
         return call("sort_array", value) if interleaved else value
 
 
-REPRESENTATIONS: dict[str, Representation] = {"set": SetRepresentation()}
+class BddRepresentation:
+    """``DL`` as ``binary``: a serialized roBDD."""
+
+    name = "bdd"
+    set_kind = Kind.BDD
+
+    @staticmethod
+    def _union(sets: Sequence[exp.Expression], ids: Sequence[exp.Expression], id_arrays: Sequence[exp.Expression] = ()) -> exp.Expression:
+        """``dl_bdd_union(array(bdd sets), ids and native id arrays)``."""
+        set_array = call("array", *sets) if sets else typed_empty_array("BINARY")
+        id_parts = ([call("array", *ids)] if ids else []) + list(id_arrays)
+        if not id_parts:
+            id_value = typed_empty_array("BIGINT")
+        else:
+            id_value = id_parts[0] if len(id_parts) == 1 else call("concat", *id_parts)
+        return call("dl_bdd_union", set_array, id_value)
+
+    def aggregate(self, term: Term, partition_by: list[exp.Expression] | None = None, group_size: float | None = None) -> Term:
+        if term.shared:
+            return aggregate_shared(term, partition_by)
+        if term.kind is Kind.ID:
+            value = self._union([], [], [over(call("collect_set", term.sql), partition_by)])
+        elif term.kind is Kind.IDS:
+            value = self._union([], [], [call("flatten", over(call("collect_list", term.sql), partition_by))])
+        else:
+            value = call("dl_bdd_union", over(call("collect_list", term.sql), partition_by), typed_empty_array("BIGINT"))
+        return Term(value, Kind.BDD, term.tables)
+
+    def as_set(self, terms: Lineage) -> exp.Expression:
+        if len(terms) == 1 and terms[0].kind is Kind.BDD and not terms[0].nullable:
+            return terms[0].sql
+        return self._union(
+            [t.sql for t in terms if t.kind is Kind.BDD],
+            [t.sql for t in terms if t.kind is Kind.ID],
+            [call("coalesce", t.sql, typed_empty_array("BIGINT")) if t.nullable else t.sql for t in terms if t.kind is Kind.IDS],
+        )
+
+    def output(self, terms: Lineage, codes: dict[str, int], ordered_by_table: bool = True) -> exp.Expression:
+        return self.as_set(terms)
+
+
+class AutoRepresentation:
+    """Per aggregate, native sets or roBDDs, whichever measured cheaper for the expected
+    number of ids per group (the paper: sets win for small lineage, roBDDs for large).
+    ``DL`` is ``array<bigint>`` as with ``set``.
+
+    ``BDD_FROM_IDS`` is the crossover measured on Spark (see README, "Choosing a
+    representation"): below it a native ``collect_set`` is cheaper than shipping the ids
+    to a Python roBDD builder.
+    """
+
+    name = "auto"
+    set_kind = Kind.IDS
+    BDD_FROM_IDS = 1_000_000
+
+    def __init__(self, small: SetRepresentation, large: BddRepresentation) -> None:
+        self.small, self.large = small, large
+
+    def aggregate(self, term: Term, partition_by: list[exp.Expression] | None = None, group_size: float | None = None) -> Term:
+        chosen = self.large if group_size is not None and group_size >= self.BDD_FROM_IDS else self.small
+        return chosen.aggregate(term, partition_by, group_size)
+
+    def as_set(self, terms: Lineage) -> exp.Expression:
+        return self.small.as_set(terms)
+
+    def output(self, terms: Lineage, codes: dict[str, int], ordered_by_table: bool = True) -> exp.Expression:
+        return self.small.output(terms, codes, ordered_by_table)
+
+
+SET = SetRepresentation()
+BDD = BddRepresentation()
+REPRESENTATIONS: dict[str, Representation] = {"set": SET, "bdd": BDD, "auto": AutoRepresentation(SET, BDD)}

@@ -25,7 +25,7 @@ def union_all(union: exp.Union, scope: Scope, context: RewriteContext) -> exp.Un
     tables = tables_of(get_lineage(union.left.unnest(), OUTPUT)) | tables_of(get_lineage(union.right.unnest(), OUTPUT))
     for side in (union.left, union.right):
         replace_lineage_columns(side.unnest(), lambda terms: [(lineage_column(0), context.representation.as_set(terms))])
-    set_lineage(union, OUTPUT, [Term(exp.column(lineage_column(0)), Kind.SET, tables)])
+    set_lineage(union, OUTPUT, [Term(exp.column(lineage_column(0)), context.representation.set_kind, tables)])
     return union
 
 

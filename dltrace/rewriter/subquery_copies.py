@@ -24,7 +24,8 @@ from sqlglot import exp
 
 from dltrace.rewriter.aggregate import is_aggregate
 from dltrace.rewriter.context import OUTPUT, PROJECTED, RewriteContext, get_lineage, unsupported
-from dltrace.rewriter.terms import Kind, Term, tables_of
+from dltrace.rewriter.representation import SET
+from dltrace.rewriter.terms import Term, tables_of
 
 SKIP = "dl_skip"  # an original subquery: never rewritten
 CLAUSE = "dl_clause"  # where a lineage copy's subquery stands: where, having, expressions
@@ -39,6 +40,15 @@ def subquery_copies(expression: exp.Expression, context: RewriteContext) -> exp.
         if not is_skipped(select):
             _copy_subqueries(select, context)
     return expression
+
+
+def in_lineage_copy(node: exp.Expression) -> bool:
+    """True inside a lineage copy, whose sets are always native (see ``lineage_term``)."""
+    while node is not None:
+        if node.meta.get(CLAUSE):
+            return True
+        node = node.parent
+    return False
 
 
 def is_skipped(node: exp.Expression) -> bool:
@@ -120,7 +130,7 @@ def lineage_term(placeholder: exp.Expression, context: RewriteContext) -> Term:
     placeholder.pop()
     query = placeholder.this.this
     correlated = is_correlated(query)
-    representation = context.representation
+    representation = SET  # no Python UDFs inside scalar subqueries (Spark cannot run them there)
     if isinstance(query, exp.Select) and not query.args.get("group") and not query.args.get("limit"):
         terms = get_lineage(query, PROJECTED)
         if not is_aggregate(query):
@@ -136,7 +146,7 @@ def lineage_term(placeholder: exp.Expression, context: RewriteContext) -> Term:
         inner = tuple(representation.aggregate(t.at(exp.column(t.sql.name, table="__dlq"))) for t in terms)
         scalar = exp.select(exp.alias_(representation.as_set(inner), "__dl")).from_(exp.Subquery(this=query, alias=exp.TableAlias(this=exp.to_identifier("__dlq"))))
         terms = inner
-    return Term(exp.Subquery(this=scalar), Kind.SET, tables_of(terms), nullable=True, shared=not correlated)
+    return Term(exp.Subquery(this=scalar), SET.set_kind, tables_of(terms), nullable=True, shared=not correlated)
 
 
 def is_correlated(query: exp.Expression) -> bool:

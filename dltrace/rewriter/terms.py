@@ -3,8 +3,9 @@
 The DL of a row is the union of its *terms*.  A term is either
 
 * an ``ID``: one base-row id (a bigint column, NULL when the row has none, e.g. the padded
-  side of an outer join), or
-* a ``SET``: a lineage-set value of the chosen representation (``array<bigint>`` for sets).
+  side of an outer join),
+* ``IDS``: a native set, ``array<bigint>`` of distinct ids, or
+* ``BDD``: a serialized roBDD (``binary``).
 
 Each term knows which tables its ids can come from.  Keeping ids apart until they must
 meet is what makes lineage nearly free for SPJ queries (``array(l._dl_id, o._dl_id)`` at
@@ -23,7 +24,8 @@ from sqlglot import exp
 
 class Kind(Enum):
     ID = "id"
-    SET = "set"
+    IDS = "ids"
+    BDD = "bdd"
 
 
 @dataclass(frozen=True)
