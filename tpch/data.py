@@ -23,12 +23,12 @@ All columns are written as required (non-null).
 import shutil
 import subprocess
 import sys
-import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow.parquet as pq
+
+from tpch.cache import cached_directory, progress as _progress
 
 TABLES = ("region", "nation", "supplier", "customer", "part", "partsupp", "orders", "lineitem")
 
@@ -83,29 +83,16 @@ def generate(sf: float, root: Path = Path("data")) -> Path:
     """
     if sf <= 0:
         raise ValueError(f"scale factor must be positive, got {sf}")
-    root = Path(root)
-    target = root / f"tpch-sf{scale_label(sf)}"
-    if _is_complete(target):
-        return target
-    executable = _tpchgen_executable()
-    root.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=root))
-    try:
-        started = time.monotonic()
+    target = Path(root) / f"tpch-sf{scale_label(sf)}"
+
+    def build(staging: Path) -> None:
+        executable = _tpchgen_executable()
         _progress(f"generating TPC-H SF {scale_label(sf)} with {executable} ...")
         _run_tpchgen(executable, sf, staging)
         for table, path in table_paths(staging).items():
             _progress(f"{table}: {pq.read_metadata(path).num_rows:,} rows")
-        staging.chmod(0o755)  # mkdtemp makes it private; the cache is shared data
-        if _is_complete(target):  # a concurrent run finished first; keep its files
-            return target
-        if target.exists():  # an incomplete leftover, e.g. a table deleted by hand
-            shutil.rmtree(target)
-        staging.rename(target)
-        _progress(f"wrote {target} in {time.monotonic() - started:.1f} s")
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return target
+
+    return cached_directory(target, build, _is_complete)
 
 
 def _is_complete(directory: Path) -> bool:
@@ -147,7 +134,3 @@ def _run_tpchgen(executable: Path, sf: float, output_dir: Path) -> None:
             f"{finished.stderr.strip() or finished.stdout.strip()}"
         )
 
-
-def _progress(message: str) -> None:
-    """One line per step on stderr, so stdout stays free for results."""
-    print(f"tpch: {message}", file=sys.stderr, flush=True)

@@ -49,9 +49,6 @@ Generation is deterministic (fixed seed) and vectorized: scale 1 takes about
 3 seconds.
 """
 
-import shutil
-import sys
-import tempfile
 import time
 from datetime import date, datetime, timedelta
 from pathlib import Path
@@ -60,6 +57,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tpch.cache import cached_directory, progress as _progress
 from tpch.data import Registration
 
 TABLES = ("store_information", "item_description", "store_visits", "item_scan")
@@ -186,28 +184,15 @@ def generate(scale: float, root: Path = Path("data")) -> Path:
     """
     if scale <= 0:
         raise ValueError(f"scale must be positive, got {scale}")
-    root = Path(root)
-    target = root / f"walmart-scale{scale_label(scale)}"
-    if _is_complete(target):
-        return target
-    root.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=root))
-    try:
-        started = time.monotonic()
+    target = Path(root) / f"walmart-scale{scale_label(scale)}"
+
+    def build(staging: Path) -> None:
         for table, rows in _build_tables(scale).items():
             pq.write_table(rows, staging / f"{table}.parquet", row_group_size=256 * 1024,
                            compression="snappy", store_decimal_as_integer=True)
             _progress(f"{table}: {rows.num_rows:,} rows")
-        staging.chmod(0o755)  # mkdtemp makes it private; the cache is shared data
-        if _is_complete(target):  # a concurrent run finished first; keep its files
-            return target
-        if target.exists():  # an incomplete leftover, e.g. a table deleted by hand
-            shutil.rmtree(target)
-        staging.rename(target)
-        _progress(f"wrote {target} in {time.monotonic() - started:.1f} s")
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return target
+
+    return cached_directory(target, build, _is_complete)
 
 
 def _build_tables(scale: float) -> dict[str, pa.Table]:
@@ -446,7 +431,3 @@ def _is_complete(directory: Path) -> bool:
         return False
     return True
 
-
-def _progress(message: str) -> None:
-    """One line per step on stderr, so stdout stays free for results."""
-    print(f"walmart: {message}", file=sys.stderr, flush=True)
