@@ -49,7 +49,6 @@ Generation is deterministic (fixed seed) and vectorized: scale 1 takes about
 3 seconds.
 """
 
-import time
 from datetime import date, datetime, timedelta
 from pathlib import Path
 
