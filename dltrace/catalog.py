@@ -7,19 +7,22 @@ Layout of a catalog directory::
 
 Any Parquet reader can join ids back to rows without dltrace.  Every write goes to a
 temporary name first and is renamed into place, so a failed registration leaves the
-previous state intact.
+previous state intact.  A revision writes ``<name>-v<k+1>.parquet`` and keeps the earlier
+versions (listed in the entry's ``previous``): saved results' lineage may name their ids.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import operator
 import os
 import re
 import shutil
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
+from functools import reduce
 from pathlib import Path
 
 from dltrace.errors import BadInput, CatalogError, UnknownTable
@@ -45,6 +48,26 @@ class TableEntry:
     format: str = "parquet"
     fingerprint: str = ""
     registered_at: float = field(default_factory=time.time)
+    # Revisions (DESIGN §3).  ``version`` numbers this table's data (``path`` ends in
+    # ``-v<version>.parquet``); ``next_row`` is one past the highest row number ever given
+    # out, so a revision's new ids never collide with old ones; ``changes`` counts rows
+    # against the previous version; ``previous`` lists the earlier versions, oldest first,
+    # whose Parquet is kept so that impact can still find results computed from them.
+    version: int = 1
+    next_row: int = 0
+    changes: dict[str, int] = field(default_factory=dict)
+    previous: list[dict] = field(default_factory=list)
+
+    def version_schema(self, version: int | None) -> dict[str, str] | None:
+        """The columns and types of data ``version`` (None: current), with ``_dl_id``; None
+        when an old catalog did not record them."""
+        old = next((o for o in self.previous if o["version"] == version), None)
+        schema = old.get("schema") if old is not None else self.schema
+        return {**schema, ID_COLUMN: "bigint"} if schema else None
+
+    def version_paths(self) -> dict[int, str]:
+        """``{data version: path}`` of every version this table has had, current included."""
+        return {**{old["version"]: old["path"] for old in self.previous}, self.version: self.path}
 
 
 class Catalog:
@@ -73,7 +96,7 @@ class Catalog:
                 f"this one reads {FORMAT}): upgrade dltrace"
             )
         self.version = int(data.get("version", 0))
-        self.tables = {name: TableEntry(**entry) for name, entry in data.get("tables", {}).items()}
+        self.tables = {name: TableEntry(**_with_revision_fields(entry)) for name, entry in data.get("tables", {}).items()}
 
     def save(self) -> None:
         """Write ``catalog.json`` atomically with the version advanced by one."""
@@ -97,9 +120,16 @@ class Catalog:
                 f"table '{name}' is not registered: run `dltrace register {name} PATH` first"
             ) from None
 
-    def data_path(self, name: str) -> Path:
-        """Absolute path of a table's Parquet with ``_dl_id``."""
-        return (self.directory / self.entry(name).path).resolve()
+    def data_path(self, name: str, version: int | None = None) -> Path:
+        """Absolute path of a table's Parquet with ``_dl_id`` (``version``: an earlier data version)."""
+        entry = self.entry(name)
+        if version is None:
+            return (self.directory / entry.path).resolve()
+        paths = entry.version_paths()
+        if version not in paths:
+            known = ", ".join(f"v{v}" for v in sorted(paths))
+            raise BadInput(f"table '{name}' has no data version v{version} (it has {known})")
+        return (self.directory / paths[version]).resolve()
 
     def schemas(self) -> dict[str, dict[str, str]]:
         """``{table: {column: spark_type}}`` for qualifying queries (``_dl_id`` not included)."""
@@ -164,7 +194,13 @@ def register(
     fmt: str | None = None,
 ) -> TableEntry:
     """Register ``path`` as table ``name``: ids dense from 0 in ``order_by`` order (ties and
-    the default follow the source's own row order), written as Parquet with ``_dl_id``."""
+    the default follow the source's own row order), written as Parquet with ``_dl_id``.
+
+    Registering a revised source (DESIGN §3): with the same key as before, unchanged rows keep
+    their ids and new or changed rows get new ones, numbered in ``order_by`` order after the
+    highest row number the table ever had, so an old id never names a different row.  The
+    new data is a new version; the old version's Parquet stays for impact on old rows.
+    """
     from pyspark.sql import functions as F
     from pyspark.sql.utils import AnalysisException
 
@@ -202,7 +238,20 @@ def register(
             raise BadInput(f"--key {','.join(key)} is not unique in {path}: {duplicates} rows repeat a key")
 
     code = previous.code if previous else catalog.next_code()
-    ordered = _with_dense_ids(frame, code, order_by or [], F)
+    schema = {f.name: f.dataType.simpleString() for f in frame.schema.fields}
+    first_new_row = previous.next_row if previous else 0
+    staged = _in_source_order(frame, F)
+    matched = _match_previous(catalog, previous, staged, key, schema, F) if previous else None
+    fresh = staged if matched is None else matched.where(F.col("__old").isNull()).drop("__old")
+    first_new_id = (code << ROW_BITS) + first_new_row
+    table, cached = with_positions(
+        fresh.orderBy(*[F.col(c).asc_nulls_first() for c in order_by or []], "__file", "__pos").drop("__file", "__pos"),
+        ID_COLUMN,
+        start=first_new_id,
+    )
+    if matched is not None:
+        kept = matched.where(F.col("__old").isNotNull()).select(*map(quoted, columns), F.col("__old").alias(ID_COLUMN))
+        table = kept.unionByName(table).orderBy(ID_COLUMN)  # files in id order: lookups by id skip row groups
     version = 1 + max(
         [int(m.group(1)) for p in (catalog.directory / "tables").glob(f"{name}-v*.parquet")
          if (m := re.match(rf"{re.escape(name)}-v(\d+)\.parquet$", p.name))] or [0]
@@ -212,57 +261,120 @@ def register(
     tmp = catalog.directory / "tables" / f".tmp-{name}-{os.getpid()}-{time.time_ns()}"
     tmp.parent.mkdir(parents=True, exist_ok=True)
     try:
-        ordered.write.mode("overwrite").parquet(str(tmp))
-        rows = spark.read.parquet(str(tmp)).count()
-        os.replace(tmp, final)
+        table.write.mode("overwrite").parquet(str(tmp))
+        rows, new_rows = spark.read.parquet(str(tmp)).agg(
+            F.count(F.lit(1)), F.coalesce(F.sum((F.col(ID_COLUMN) >= first_new_id).cast("long")), F.lit(0))
+        ).first()
+        unchanged = rows - new_rows
+        changes = {"unchanged": unchanged, "new": new_rows, "removed": previous.rows - unchanged if previous else 0}
+        if previous and not new_rows and not changes["removed"]:
+            # the same rows with the same ids: no new data version, only the new fingerprint
+            entry = replace(previous, source=str(source), order_by=order_by, format=fmt, fingerprint=fingerprint,
+                            registered_at=time.time(), changes=changes)
+        else:
+            os.replace(tmp, final)
+            entry = TableEntry(
+                code=code,
+                path=relative,
+                source=str(source),
+                key=key,
+                order_by=order_by,
+                rows=rows,
+                schema=schema,
+                format=fmt,
+                fingerprint=fingerprint,
+                version=version,
+                next_row=first_new_row + new_rows,
+                changes=changes if previous else {},
+                previous=[*previous.previous, _version_record(previous)] if previous else [],
+            )
     finally:
+        cached.unpersist()
         shutil.rmtree(tmp, ignore_errors=True)
-    entry = TableEntry(
-        code=code,
-        path=relative,
-        source=str(source),
-        key=key,
-        order_by=order_by,
-        rows=rows,
-        schema={f.name: f.dataType.simpleString() for f in frame.schema.fields},
-        format=fmt,
-        fingerprint=fingerprint,
-    )
     catalog.tables[name] = entry
     catalog.save()
     return entry
 
 
-def _with_dense_ids(frame, code: int, order_by: list[str], F):
-    """``frame`` sorted by ``order_by`` then source order, with ``_dl_id`` numbered densely.
+def _with_revision_fields(entry: dict) -> dict:
+    """A ``catalog.json`` entry, completed if it was written before revisions existed
+    (its ids were dense then, so no row number at or above ``rows`` was given out)."""
+    match = re.search(r"-v(\d+)\.parquet$", entry["path"])
+    return {"version": int(match.group(1)) if match else 1, "next_row": entry["rows"], **entry}
 
-    A global sort range-partitions the rows; each row's position is its partition's
-    offset (the sizes of the partitions before it) plus its index inside the partition.
-    This is what ``RDD.zipWithIndex`` does, kept in the JVM and distributed.
-    """
-    columns = frame.columns
-    source_order = [F.col("_metadata.file_path"), F.monotonically_increasing_id()]
-    staged = frame.select(
-        *columns,
-        source_order[0].alias("__file"),
-        source_order[1].alias("__pos"),
+
+def _version_record(entry: TableEntry) -> dict:
+    """What ``previous`` keeps of a version a revision replaces."""
+    return {
+        "version": entry.version,
+        "path": entry.path,
+        "rows": entry.rows,
+        "schema": entry.schema,
+        "source": entry.source,
+        "fingerprint": entry.fingerprint,
+        "registered_at": entry.registered_at,
+    }
+
+
+def quoted(name: str):
+    """A column by its exact name (dots and spaces in source column names stay literal)."""
+    from pyspark.sql import functions as F
+
+    return F.col("`" + name.replace("`", "``") + "`")
+
+
+def _in_source_order(frame, F):
+    """``frame`` with ``__file`` and ``__pos``: the source's own row order, for ties."""
+    return frame.select(
+        *map(quoted, frame.columns),
+        F.col("_metadata.file_path").alias("__file"),
+        F.monotonically_increasing_id().alias("__pos"),
     )
-    ordered = staged.orderBy(*[F.col(c).asc_nulls_first() for c in order_by], "__file", "__pos")
-    numbered = ordered.select(
+
+
+def _match_previous(catalog: Catalog, previous: TableEntry, staged, key: list[str] | None, schema: dict[str, str], F):
+    """``staged`` plus ``__old``: the id the row had in the previous version if it is unchanged
+    there (a row with the same key and null-safely equal values in every column), else NULL.
+
+    None when rows cannot be matched (no key, another key or schema than before, or the old
+    data is gone): then every row is new.  Keys are unique in both versions, so a row
+    matches at most one old row.
+    """
+    old_path = catalog.directory / previous.path
+    if not key or previous.key != key or previous.schema != schema or not old_path.exists():
+        return None
+    columns = list(schema)
+    old = staged.sparkSession.read.parquet(str(old_path)).select(
+        *[quoted(c).alias(f"__o{i}") for i, c in enumerate(columns)], F.col(ID_COLUMN).alias("__old")
+    )
+    same_row = reduce(operator.and_, [quoted(c).eqNullSafe(F.col(f"__o{i}")) for i, c in enumerate(columns)])
+    return staged.join(old, same_row, "left").select(*map(quoted, staged.columns), "__old")
+
+
+def with_positions(ordered, name: str, start: int = 0):
+    """``(ordered plus column name, cached)``: each row's position in ``ordered``, densely from
+    ``start``.
+
+    A sorted frame is range-partitioned in order, so a row's position is the sizes of the
+    partitions before it plus its index inside its own: what ``RDD.zipWithIndex`` does, kept
+    in the JVM and distributed.  The rows are cached so that both passes (sizes, then rows)
+    see the same partitions; unpersist ``cached`` once the result is written.
+    """
+    from pyspark.sql import functions as F
+
+    columns = [quoted(c) for c in ordered.columns]
+    cached = ordered.select(
         *columns,
         F.spark_partition_id().alias("__part"),
         F.monotonically_increasing_id().alias("__mono"),
     ).persist()
-    sizes = dict(numbered.groupBy("__part").count().collect())
-    offsets, running = {}, 0
+    sizes = dict(cached.groupBy("__part").count().collect())
+    offsets, running = {}, start
     for part in sorted(sizes):
         offsets[part] = running
         running += sizes[part]
-    offset_map = F.create_map(*[item for p, o in offsets.items() for item in (F.lit(p), F.lit(o))]) if offsets else None
-    row_number = (
-        F.element_at(offset_map, F.col("__part")) + (F.col("__mono") - F.shiftleft(F.col("__part").cast("long"), 33))
-        if offset_map is not None
-        else F.lit(0)
-    )
-    dl_id = F.lit(code << ROW_BITS).cast("long") + row_number.cast("long")
-    return numbered.select(*columns, dl_id.alias(ID_COLUMN))
+    if not offsets:
+        return cached.select(*columns, F.lit(start).cast("long").alias(name)), cached
+    offset_map = F.create_map(*[item for p, o in offsets.items() for item in (F.lit(p), F.lit(o).cast("long"))])
+    position = F.element_at(offset_map, F.col("__part")) + (F.col("__mono") - F.shiftleft(F.col("__part").cast("long"), 33))
+    return cached.select(*columns, position.alias(name)), cached

@@ -8,7 +8,10 @@ import sys
 from pathlib import Path
 
 from dltrace.errors import BadInput, DltraceError
-from dltrace.formatting import TABLE_DEFAULT_LIMIT, row_dicts, write_csv, write_json, write_table
+from dltrace.rewriter.representation import REPRESENTATIONS
+from dltrace.formatting import DL_VALUES, TABLE_DEFAULT_LIMIT, row_dicts, write_csv, write_json, write_table
+from dltrace.granularity import GranuleDecoder, split_lineage_on
+from dltrace.impact.commands import COMMANDS, add_parsers, run_command, save_for_sql
 
 FORMATS = ("table", "json", "csv")
 
@@ -34,7 +37,11 @@ def parser() -> argparse.ArgumentParser:
     common.add_argument("--master", help="Spark master (default: $SPARK_MASTER or local[*]; SPARK_REMOTE for Spark Connect)")
     lineage = argparse.ArgumentParser(add_help=False)
     lineage.add_argument("--semantics", choices=("control", "data"), default="control")
-    lineage.add_argument("--repr", choices=("set",), default="set", help="lineage-set representation")
+    lineage.add_argument("--repr", choices=tuple(REPRESENTATIONS), default="set",
+                         help="lineage sets: set (array<bigint>, native SQL), bdd (roBDD bytes via Arrow UDFs)")
+    lineage.add_argument(
+        "--lineage-on", metavar='"EXPR, EXPR"', help='lineage on combinations of these values instead of base rows ("": lineage off)'
+    )
 
     top = argparse.ArgumentParser(prog="dltrace", description="Forward data lineage for Spark SQL.")
     commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -50,6 +57,7 @@ def parser() -> argparse.ArgumentParser:
     sql.add_argument("query", help="SQL text or @file.sql")
     sql.add_argument("--format", choices=FORMATS, default="table")
     sql.add_argument("--limit", type=int, help="at most N rows (table format: 50 by default)")
+    sql.add_argument("--save", metavar="NAME", help="keep the result with its lineage for impact and explain")
 
     rew = commands.add_parser("rewrite", parents=[common, lineage], help="print the lineage query as a spark-sql script")
     rew.add_argument("query", help="SQL text or @file.sql")
@@ -57,11 +65,22 @@ def parser() -> argparse.ArgumentParser:
     demo = commands.add_parser("demo", parents=[common], help="end to end on generated TPC-H data")
     demo.add_argument("--sf", type=float, default=0.01, help="TPC-H scale factor (default 0.01)")
     demo.add_argument("--data", default="data", help="where generated data is cached (default ./data)")
+    add_parsers(commands, common)
     return top
+
+
+def quiet_pyspark_error_logs() -> None:
+    """PySpark logs every Spark error it raises as a JSON stack trace on stderr; the CLI
+    reports the error itself, in one line."""
+    from pyspark.logger import PySparkLogger
+
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        PySparkLogger.getLogger(name).disabled = True
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    quiet_pyspark_error_logs()
     try:
         return run(args)
     except DltraceError as error:
@@ -92,24 +111,34 @@ def run(args: argparse.Namespace) -> int:
     session = LineageSession(args.catalog, master=args.master)
     if args.command == "register":
         entry = session.register(args.name, args.path, columns_list(args.key), columns_list(args.order_by), args.format)
-        print(f"registered {args.name}: {entry.rows} rows, code {entry.code}, ids {entry.code << 48}..{(entry.code << 48) + entry.rows - 1}")
+        print(f"registered {args.name}: {entry.rows} rows, code {entry.code}, ids {entry.code << 48}..{(entry.code << 48) + entry.next_row - 1}")
+        if entry.changes:
+            print(f"data version v{entry.version}: {entry.changes['unchanged']} rows unchanged (same ids), "
+                  f"{entry.changes['new']} new or changed (new ids), {entry.changes['removed']} gone")
         return 0
-    query = query_text(args.query)
+    if args.command in COMMANDS:
+        return run_command(session, args, query_text)
+    query, lineage_on = split_lineage_on(query_text(args.query), args.lineage_on)
     if args.command == "rewrite":
-        sys.stdout.write(session.script(query, args.semantics, args.repr))
+        sys.stdout.write(session.script(query, args.semantics, args.repr, lineage_on))
         return 0
-    frame = session.sql(query, args.semantics, args.repr)
+    frame = session.sql(query, args.semantics, args.repr, lineage_on=lineage_on)
+    if args.save:
+        frame = save_for_sql(session, frame, args.save, query, args.semantics, args.repr, lineage_on)
+    granules = GranuleDecoder(session, query, lineage_on) if lineage_on else None
     limit = args.limit if args.limit is not None else (TABLE_DEFAULT_LIMIT if args.format == "table" else None)
     if limit is not None and limit < 0:
         raise BadInput("--limit must be 0 or more")
     columns = frame.columns
     if args.format == "table":
         rows = list(row_dicts(frame.limit(limit + 1).collect()))
-        write_table(rows[:limit], columns, session.catalog, sys.stdout)
+        write_table(rows[:limit], columns, session.catalog, sys.stdout, granules.describe if granules else None)
         more = " (more rows: raise --limit)" if len(rows) > limit else ""
         print(f"({min(len(rows), limit)} rows{more})")
         return 0
     rows = row_dicts((frame.limit(limit) if limit is not None else frame).toLocalIterator())
+    if granules:
+        rows, columns = granules.with_values(rows), [*columns, DL_VALUES]
     if args.format == "json":
         write_json(rows, sys.stdout)
     else:

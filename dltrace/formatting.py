@@ -11,12 +11,14 @@ import decimal
 import json
 
 from collections import Counter
-from typing import IO, Iterable, Iterator
+from typing import IO, Callable, Iterable, Iterator
 
+from dltrace.bddsets import ids_from_bytes
 from dltrace.catalog import Catalog
 from dltrace.ids import split_id
 
 DL = "DL"
+DL_VALUES = "DL_values"  # with LINEAGE ON: each granule id's decoded values, in DL order
 TABLE_DEFAULT_LIMIT = 50
 
 
@@ -35,12 +37,19 @@ def plain_value(value):
     return value
 
 
+def lineage_ids(value) -> list[int]:
+    """A DL value of any representation (array of ids, roBDD bytes) as sorted ids."""
+    if isinstance(value, (bytes, bytearray)):
+        return ids_from_bytes(bytes(value)).tolist()
+    return sorted(int(i) for i in value)
+
+
 def row_dicts(rows: Iterable) -> Iterator[dict]:
     """Spark rows as dicts, ``DL`` as a sorted list of ints."""
     for row in rows:
         record = row.asDict(recursive=False) if hasattr(row, "asDict") else dict(row)
         if DL in record and record[DL] is not None:
-            record[DL] = sorted(int(i) for i in record[DL])
+            record[DL] = lineage_ids(record[DL])
         yield record
 
 
@@ -66,15 +75,23 @@ def write_csv(records: Iterable[dict], columns: list[str], out: IO[str]) -> int:
     writer.writerow(columns)
     count = 0
     for record in records:
-        writer.writerow([json.dumps(plain_value(record[c])) if c == DL else plain_value(record[c]) for c in columns])
+        writer.writerow([json.dumps(plain_value(record[c])) if c in (DL, DL_VALUES) else plain_value(record[c]) for c in columns])
         count += 1
     return count
 
 
-def write_table(records: list[dict], columns: list[str], catalog: Catalog, out: IO[str]) -> None:
-    """An aligned text table; ``DL`` shown decoded to tables and row numbers."""
+def write_table(
+    records: list[dict],
+    columns: list[str],
+    catalog: Catalog,
+    out: IO[str],
+    describe: Callable[[list[int]], str] | None = None,
+) -> None:
+    """An aligned text table; ``DL`` shown decoded to tables and row numbers, or by
+    ``describe`` (LINEAGE ON: granule values)."""
+    describe = describe or (lambda ids: describe_lineage(ids, catalog))
     cells = [
-        [describe_lineage(r[c], catalog) if c == DL and r[c] is not None else _text(plain_value(r[c])) for c in columns]
+        [describe(r[c]) if c == DL and r[c] is not None else _text(plain_value(r[c])) for c in columns]
         for r in records
     ]
     widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]

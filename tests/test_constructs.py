@@ -105,3 +105,18 @@ def test_window_partition_lineage(paper):
 def test_unsupported_constructs_are_refused(paper, query, construct):
     with pytest.raises(UnsupportedLineage, match=construct):
         paper.rewrite(query)
+
+
+def test_subquery_whose_tables_contribute_no_ids():
+    """An id source may give some tables no ids (impact re-evaluation, LINEAGE ON): a
+    subquery over only such tables adds nothing instead of failing."""
+    from sqlglot import exp
+
+    from dltrace.rewriter import PAPER_CODES, PAPER_SCHEMA, parse, rewrite
+
+    def item_only(table: exp.Table):
+        return (exp.column("_dl_id", table=table.alias_or_name), False) if table.name == "item" else None
+
+    query = parse(CONSTRUCTS["in_uncorrelated"])
+    sql = rewrite(query, PAPER_SCHEMA, PAPER_CODES, id_source=item_only).sql(dialect="spark")
+    assert "ARRAY(item._dl_id) AS DL" in sql

@@ -1,6 +1,8 @@
 """``python -m tpch``: the paper's TPC-H experiments.
 
     python -m tpch table7 --sf 1 [--queries q3,q5] [--catalog DIR]
+    python -m tpch bench --sf 1 [--queries tpch,spj] [--modes original,set,...] [--repeat 3] [--out DIR]
+    python -m tpch table8 --sf 1 [--queries q5,q6] [--repeat 3] [--out DIR]
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ def log(message: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from tpch import bench, table8
     from tpch.queries import load
     from tpch.register import register_tpch
     from tpch.table7 import TABLE7_QUERIES, characteristics, markdown
@@ -35,9 +38,15 @@ def main(argv: list[str] | None = None) -> int:
     table7.add_argument("--queries", default=",".join(TABLE7_QUERIES))
     table7.add_argument("--semantics", choices=("control", "data"), default="control")
     table7.add_argument("--catalog", help="catalog directory (default data/catalog-tpch-sfSF)")
+    bench.add_parser(commands)
+    table8.add_parser(commands)
     args = top.parse_args(argv)
 
     try:
+        if args.command == "bench":
+            return bench.main(args, Path(args.catalog or catalog_for(args.sf)))
+        if args.command == "table8":
+            return table8.main(args, Path(args.catalog or catalog_for(args.sf)), log)
         session = LineageSession(args.catalog or catalog_for(args.sf))
         log(f"TPC-H SF {args.sf:g}: data and registration (cached after the first run)")
         register_tpch(session, args.sf, Path("data"), progress=log)

@@ -21,7 +21,7 @@ from dltrace.rewriter.subquery_copies import lineage_term, placeholders
 
 def subquery_condition(select: exp.Select, scope: Scope, context: RewriteContext) -> exp.Select:
     """Add the lineage of WHERE subqueries to each row's lineage."""
-    terms = [lineage_term(p, context) for p in placeholders(select, ("where",))]
+    terms = [t for p in placeholders(select, ("where",)) if (t := lineage_term(p, context))]
     if terms:
         set_lineage(select, ROWS, [*get_lineage(select, ROWS), *terms])
     return select

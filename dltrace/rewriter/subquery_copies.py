@@ -125,10 +125,13 @@ def placeholders(select: exp.Select, clauses: tuple[str, ...]) -> list[exp.Expre
     ]
 
 
-def lineage_term(placeholder: exp.Expression, context: RewriteContext) -> Term:
-    """Turn a rewritten lineage copy into the DLUNION of its rows, as a scalar subquery term."""
+def lineage_term(placeholder: exp.Expression, context: RewriteContext) -> Term | None:
+    """Turn a rewritten lineage copy into the DLUNION of its rows, as a scalar subquery term
+    (None when no table in it contributes ids, e.g. under impact re-evaluation)."""
     placeholder.pop()
     query = placeholder.this.this
+    if not get_lineage(query, OUTPUT):
+        return None
     correlated = is_correlated(query)
     representation = SET  # no Python UDFs inside scalar subqueries (Spark cannot run them there)
     if isinstance(query, exp.Select) and not query.args.get("group") and not query.args.get("limit"):

@@ -21,7 +21,7 @@ from dltrace.rewriter.subquery_copies import lineage_term, placeholders
 
 def subquery_value(select: exp.Select, scope: Scope, context: RewriteContext) -> exp.Select:
     """Add the lineage of HAVING and SELECT-list subqueries to each output row's lineage."""
-    terms = [lineage_term(p, context) for p in placeholders(select, ("having", "expressions"))]
+    terms = [t for p in placeholders(select, ("having", "expressions")) if (t := lineage_term(p, context))]
     if is_aggregate(select):
         # a correlated one refers to grouping columns: the same set on all rows of a group
         terms = [context.representation.aggregate(t) for t in terms]

@@ -1,0 +1,46 @@
+"""Backward explain (DESIGN §7): the base rows behind one row of a saved result.
+
+The row's DL already names them; explain only fetches them, from the data version each
+table had when the result was saved (a revision keeps old versions, and the DL holds their
+ids).  A table's ids, when few, are a literal list that Parquet's min/max statistics turn
+into skipped row groups (table files are in id order); when many (a DL of 200,000 ids),
+they are joined inside Spark, from the row's DL exploded, instead of shipped as literals.
+"""
+
+from __future__ import annotations
+
+from dltrace.catalog import ID_COLUMN, quoted
+from dltrace.errors import BadInput
+from dltrace.ids import ROW_BITS
+from dltrace.results import DL, ROW, ResultStore, read_parquet
+
+LITERAL_IDS = 1000
+
+
+def explain(session, result: str, row: int) -> dict[str, object]:
+    """``{table: DataFrame of its base rows in DL(row)}``: ``_dl_id`` then the table's columns."""
+    from pyspark.sql import functions as F
+
+    store = ResultStore(session.catalog)
+    saved = store.get(result)
+    if not 0 <= row < saved.rows:
+        raise BadInput(f"result {saved.name} has rows 0..{saved.rows - 1}, not {row}")
+    spark = session.spark
+    row_frame = store.rows(spark, saved).where(F.col(ROW) == row)
+    ids_by_code: dict[int, list[int]] = {}
+    for dl_id in row_frame.select(DL).first()[0]:  # one row's ids, grouped by table code
+        ids_by_code.setdefault(dl_id >> ROW_BITS, []).append(dl_id)
+    explained = {}
+    for code, ids in sorted(ids_by_code.items()):
+        table = session.catalog.table_of_code(code)
+        version = saved.tables.get(table)
+        schema = session.catalog.entry(table).version_schema(version)
+        data = read_parquet(spark, session.catalog.data_path(table, version), schema)
+        if len(ids) <= LITERAL_IDS:
+            found = data.where(f"{ID_COLUMN} IN ({', '.join(map(str, ids))})")
+        else:
+            wanted = row_frame.select(F.explode(DL).alias(ID_COLUMN)).where(F.shiftright(ID_COLUMN, ROW_BITS) == code)
+            found = data.join(F.broadcast(wanted), ID_COLUMN, "left_semi")
+        columns = [c for c in data.columns if c != ID_COLUMN]
+        explained[table] = found.select(ID_COLUMN, *map(quoted, columns)).orderBy(ID_COLUMN)
+    return explained

@@ -1,0 +1,159 @@
+"""The ``impact``, ``explain`` and ``results`` commands and ``sql --save`` (DESIGN §4).
+
+Warnings about an answer that is still given (a source matching no rows, a result older
+than its data) go to stderr as one line each, ``dltrace: warning: ...``; the exit status
+stays 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import sys
+import warnings
+from dataclasses import asdict
+
+from dltrace.errors import BadInput
+from dltrace.formatting import TABLE_DEFAULT_LIMIT, row_dicts, write_json, write_table
+from dltrace.impact.search import MODES, ImpactWarning, collect_bad_ids, matches_nothing
+from dltrace.impact.source import SOURCE_FORM, parse_source
+from dltrace.results import ResultStore
+
+COMMANDS = ("impact", "explain", "results")
+OUTPUTS = ("table", "json")
+
+
+def add_parsers(commands, common: argparse.ArgumentParser) -> None:
+    """The subcommands, added to the ``dltrace`` parser."""
+    impact = commands.add_parser("impact", parents=[common], help="the output rows bad source rows affected")
+    impact.add_argument("--source", required=True, help=f"the bad rows: {SOURCE_FORM}")
+    target = impact.add_mutually_exclusive_group(required=True)
+    target.add_argument("--result", help="a saved result (dltrace sql QUERY --save NAME)")
+    target.add_argument("--query", help="SQL text or @file.sql, run again with lineage for the bad rows only")
+    impact.add_argument("--mode", choices=MODES, help="stored (default with --result) or reeval (default with --query)")
+    impact.add_argument("--semantics", choices=("control", "data"), default="control", help="for --query")
+    impact.add_argument("--no-index", action="store_true", help="stored mode: scan the result, not its forward index")
+    impact.add_argument("--format", choices=OUTPUTS, default="table")
+    impact.add_argument("--limit", type=int, help="at most N rows (table format: 50 by default)")
+
+    explain = commands.add_parser("explain", parents=[common], help="the base rows behind a row of a saved result")
+    explain.add_argument("--result", required=True, help="a saved result")
+    explain.add_argument("--row", type=int, required=True, help="its _row number")
+    explain.add_argument("--format", choices=OUTPUTS, default="table")
+    explain.add_argument("--limit", type=int, help="table format: at most N rows per table (50 by default)")
+
+    results = commands.add_parser("results", parents=[common], help="list saved results, drop one, or index one")
+    results.add_argument("action", nargs="?", choices=("list", "drop", "index"), default="list",
+                         help="index: build a result's forward index (id -> rows) for repeated impact questions")
+    results.add_argument("name", nargs="?", help="the result to drop or index")
+    results.add_argument("--format", choices=OUTPUTS, default="table")
+
+
+def run_command(session, args: argparse.Namespace, query_text) -> int:
+    """Run ``impact``, ``explain`` or ``results``; ``query_text`` reads ``QUERY`` or ``@file``."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ImpactWarning)
+        if args.command == "impact":
+            status = _impact(session, args, query_text)
+        elif args.command == "explain":
+            status = _explain(session, args)
+        else:
+            status = _results(session, args)
+    for warning in caught:
+        if issubclass(warning.category, ImpactWarning):
+            print(f"dltrace: warning: {warning.message}", file=sys.stderr)
+    return status
+
+
+def save_for_sql(session, frame, name: str, query: str, semantics: str, representation: str, lineage_on=None):
+    """``sql --save NAME``: save, say so on stderr, and return the saved rows (with ``_row``,
+    which ``explain --row`` takes) so that printing them does not run the query again."""
+    if lineage_on is not None:
+        raise BadInput("--save keeps base-row lineage for impact and explain: run the query without LINEAGE ON")
+    saved = session.save(frame, name, query=query, semantics=semantics, repr=representation)
+    index = "with" if saved.index else "without"
+    print(f"dltrace: saved result {saved.name}: {saved.rows} rows at catalog version {saved.catalog_version}, "
+          f"{index} forward index", file=sys.stderr)
+    return session.result(saved.name)
+
+
+def _limit(args: argparse.Namespace) -> int | None:
+    limit = args.limit if args.limit is not None else (TABLE_DEFAULT_LIMIT if args.format == "table" else None)
+    if limit is not None and limit < 0:
+        raise BadInput("--limit must be 0 or more")
+    return limit
+
+
+def _impact(session, args: argparse.Namespace, query_text) -> int:
+    from pyspark.errors import PySparkException
+
+    query = query_text(args.query) if args.query is not None else None
+    limit = _limit(args)
+    frame = session.impact(args.source, result=args.result, query=query, mode=args.mode,
+                           semantics=args.semantics, use_index=not args.no_index)
+    reeval = (args.mode or ("stored" if args.result else "reeval")) == "reeval"
+    source = parse_source(args.source, session.catalog)
+    try:
+        rows = list(row_dicts((frame.limit(limit + 1) if limit is not None else frame).collect()))
+    except PySparkException:
+        if reeval:  # a predicate that fails only when it runs (a bad cast) is bad input
+            collect_bad_ids(session, source)
+        raise
+    if not rows and reeval and matches_nothing(session, source):  # stored mode has said so already
+        warnings.warn(ImpactWarning(f"no rows match --source {source.text}: nothing is affected"))
+    if args.format == "json":
+        write_json(rows[:limit] if limit is not None else rows, sys.stdout)
+        return 0
+    write_table(rows[:limit], frame.columns, session.catalog, sys.stdout)
+    more = " (more rows: raise --limit)" if len(rows) > limit else ""
+    print(f"({min(len(rows), limit)} affected rows{more})")
+    return 0
+
+
+def _explain(session, args: argparse.Namespace) -> int:
+    limit = _limit(args)
+    for table, frame in session.explain(args.result, args.row).items():
+        if args.format == "json":
+            write_json(({"table": table, **row.asDict()} for row in frame.toLocalIterator()), sys.stdout)
+            continue
+        rows = [row.asDict() for row in frame.limit(limit + 1).collect()]
+        more = f" (first {limit}: raise --limit)" if len(rows) > limit else ""
+        print(f"{table}:{more}")
+        write_table(rows[:limit], frame.columns, session.catalog, sys.stdout)
+        print()
+    return 0
+
+
+def _results(session, args: argparse.Namespace) -> int:
+    if args.action in ("drop", "index") and not args.name:
+        raise BadInput(f"results {args.action} needs the NAME of a saved result")
+    if args.action == "drop":
+        session.drop_result(args.name)
+        print(f"dropped result {args.name.lower()}")
+        return 0
+    if args.action == "index":
+        saved = ResultStore(session.catalog).build_index(args.name, session.spark)
+        print(f"result {saved.name} has a forward index: {saved.index}")
+        return 0
+    if args.name:
+        raise BadInput(f"results list takes no name (got {args.name!r}): did you mean `results drop {args.name}`?")
+    saved = session.results()
+    if args.format == "json":
+        write_json((asdict(result) for result in saved), sys.stdout)
+        return 0
+    columns = ["name", "rows", "catalog_version", "semantics", "index", "created", "query"]
+    records = [
+        {
+            "name": r.name,
+            "rows": r.rows,
+            "catalog_version": r.catalog_version,
+            "semantics": r.semantics,
+            "index": "yes" if r.index else "no",
+            "created": dt.datetime.fromtimestamp(r.created_at).isoformat(timespec="seconds"),
+            "query": " ".join(r.query.split()),
+        }
+        for r in saved
+    ]
+    write_table(records, columns, session.catalog, sys.stdout)
+    print(f"({len(records)} saved results)")
+    return 0

@@ -1,0 +1,71 @@
+"""Key indexes: a table version's key columns and ids, sorted by key, built on first use.
+
+An impact source names bad rows mostly by key (``orders WHERE o_orderkey = 42``).  Table
+files are in id order, which is chronological, so their min/max statistics say nothing about
+keys and a key predicate reads the whole table.  A key index holds ``(key columns, _dl_id)``
+sorted by key in small row groups: a lookup reads one or two of them.  A table version never
+changes, so its key index is built once (written aside, renamed into place) and kept, at
+``indexes/<table>-v<k>-key-<digest of the key columns>.parquet``.  Tables under ``KEY_INDEX_MIN_ROWS`` rows are scanned
+instead: there the scan costs no more than the lookup.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+from dltrace.catalog import ID_COLUMN, quoted
+from dltrace.results import read_parquet
+
+KEY_INDEX_MIN_ROWS = 1_000_000
+ROW_GROUP_BYTES = 1 << 20
+DIRECTORY = "indexes"
+
+
+def key_index_path(session, table: str, version: int | None = None) -> Path:
+    entry = session.catalog.entry(table)
+    digest = hashlib.sha256(json.dumps(entry.key).encode()).hexdigest()[:8]
+    return session.catalog.directory / DIRECTORY / f"{table}-v{version or entry.version}-key-{digest}.parquet"
+
+
+def ensure_key_index(session, table: str, version: int | None = None) -> Path:
+    """The key index of ``table`` at data ``version`` (None: current), built if missing."""
+    target = key_index_path(session, table, version)
+    if target.exists():
+        return target
+    entry = session.catalog.entry(table)
+    key = entry.key
+    data = read_parquet(session.spark, session.catalog.data_path(table, version), entry.version_schema(version))
+    tmp = target.parent / f".tmp-{target.name}-{os.getpid()}-{time.time_ns()}"
+    tmp.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        (data.select(*map(quoted, key), ID_COLUMN).orderBy(*map(quoted, key))
+         .write.option("parquet.block.size", ROW_GROUP_BYTES).parquet(str(tmp)))
+        os.replace(tmp, target)
+    except OSError:
+        if not target.exists():  # not a concurrent build that finished first
+            raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def rows_to_search(session, table: str, version: int | None, columns: set[str]) -> tuple[Path, dict[str, str] | None]:
+    """Where to evaluate a predicate over ``columns`` of ``table`` (at data ``version``), and
+    its schema: the key index when the predicate reads key columns only and the table is
+    large, else the table's own Parquet."""
+    catalog = session.catalog
+    entry = catalog.entry(table)
+    key = {c.lower() for c in entry.key or []}
+    # an index sorts by the current key's columns, also for an earlier version: it is a
+    # layout for lookups, not a uniqueness claim
+    rows = next((old["rows"] for old in entry.previous if old["version"] == version), entry.rows)
+    schema = entry.version_schema(version)
+    if key and columns and columns <= key | {ID_COLUMN} and columns & key and rows >= KEY_INDEX_MIN_ROWS:
+        index_schema = {c: t for c, t in schema.items() if c.lower() in key | {ID_COLUMN}} if schema else None
+        return ensure_key_index(session, table, version), index_schema
+    return catalog.data_path(table, version), schema

@@ -1,0 +1,230 @@
+"""Forward impact (DESIGN §7): which output rows did some bad source rows affect?
+
+Both modes answer with the affected output rows, their columns, and ``DL`` narrowed to the
+bad ids each one derives from, so their answers can be compared row for row:
+
+* **stored**: search a saved result for rows whose DL overlaps the bad rows' ids.  Up to
+  ``LITERAL_IDS`` bad ids travel as a literal array (``arrays_overlap``); the forward index
+  (id -> ``_row``) then names the hit rows, which are read by ``_row`` from a few row groups.
+  More bad ids are joined, broadcast, against the (id, _row) pairs: no per-row loop.
+* **reeval** (the paper's §2.3): rerun the query with lineage for the bad rows only ("all
+  other base tuples have null lineage"): the bad table's ids become
+  ``CASE WHEN predicate THEN _dl_id END`` and every other table contributes nothing.  The
+  predicate is evaluated in the query's own scan of the table, so nothing is computed
+  beforehand and the cost stays that of the query.  Output rows with non-empty lineage are
+  the affected ones.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import warnings
+
+import numpy as np
+from sqlglot import exp
+
+from dltrace import rewriter
+from dltrace.catalog import ID_COLUMN
+from dltrace.errors import BadInput
+from dltrace.impact.key_index import rows_to_search
+from dltrace.impact.source import Source, parse_source
+from dltrace.results import DL, INDEX_ID, ROW, ResultStore, SavedResult, read_parquet
+from dltrace.session import spark_error
+
+MODES = ("stored", "reeval")
+LITERAL_IDS = 1000  # bad ids inlined as a literal; beyond, a broadcast join
+LITERAL_ROWS = 10000  # index hits read by a literal list of _row values; beyond, a scan
+BROADCAST_IDS = 5_000_000  # bad ids broadcast to every task; beyond, a shuffle join
+BAD_ID = "__dl_bad"  # re-evaluation: the bad rows' ids, NULL for every other row
+
+
+class ImpactWarning(UserWarning):
+    """Something the user should know about an answer that is still given (the CLI prints
+    it as one line on stderr): a source that matches no rows, a result older than its data."""
+
+
+def impact(session, source: str, result: str | None = None, query: str | None = None,
+           mode: str | None = None, semantics: str = "control", use_index: bool = True):
+    """The output rows affected by the rows ``source`` names, from saved ``result`` or ``query``.
+
+    ``mode`` defaults to ``stored`` for a result and ``reeval`` for a query; ``reeval`` with a
+    result reruns its saved query on the current data.
+    """
+    if (result is None) == (query is None):
+        raise BadInput("impact needs a saved result (--result NAME) or a query (--query QUERY), one of them")
+    mode = mode or ("stored" if result is not None else "reeval")
+    if mode not in MODES:
+        raise BadInput(f"unknown impact mode '{mode}': use stored or reeval")
+    bad = parse_source(source, session.catalog)
+    saved = ResultStore(session.catalog).get(result) if result is not None else None
+    if saved is not None:
+        warn_if_stale(session, saved, bad, mode)
+    if mode == "stored":
+        if saved is None:
+            raise BadInput("--mode stored searches a saved result: give --result NAME, or use --mode reeval with --query")
+        return stored_impact(session, bad, saved, use_index)
+    if saved is not None:
+        query, semantics = saved.query, saved.semantics
+    return reeval_impact(session, bad, query, semantics)
+
+
+def bad_rows(session, source: Source):
+    """The ids of the bad rows, as a one-column DataFrame (``_dl_id``).
+
+    The predicate runs as SQL over a view of the rows to search, named as the table, so that
+    its subqueries can read the catalog's tables like any query.
+    """
+    path, schema = rows_to_search(session, source.table, source.version, source.columns)
+    view = "__dl_source_" + hashlib.sha256(str(path).encode()).hexdigest()[:12]
+    read_parquet(session.spark, path, schema).createOrReplaceTempView(view)
+    try:
+        return session.run(f"SELECT {ID_COLUMN} FROM {view} AS {source.table} WHERE {source.predicate.sql(dialect='spark')}")
+    except BadInput as error:
+        raise BadInput(f"--source {source.text}: {error}") from None
+
+
+def collect_bad_ids(session, source: Source) -> np.ndarray:
+    """The bad ids, read now (sorted, as int64); a predicate that fails only when it runs
+    (e.g. a cast of bad text) is bad input too."""
+    from pyspark.errors import PySparkException
+
+    try:
+        return np.unique(int_column(bad_rows(session, source)))
+    except PySparkException as error:
+        raise BadInput(f"--source {source.text}: {spark_error(error)}") from None
+
+
+def matches_nothing(session, source: Source) -> bool:
+    """True when no row matches the source (a scan: asked only when an answer came out empty)."""
+    return bad_rows(session, source).isEmpty()
+
+
+def int_column(frame) -> np.ndarray:
+    """A one-column integer DataFrame as a numpy array, through Arrow in one job (a
+    ``limit`` would run one job after another while it finds too few rows)."""
+    return frame.toArrow().column(0).to_numpy().astype(np.int64, copy=False)
+
+
+def stored_impact(session, source: Source, saved: SavedResult, use_index: bool = True):
+    """The rows of ``saved`` whose DL overlaps the bad ids, ``DL`` narrowed to those ids."""
+    from pyspark.sql import functions as F
+
+    spark = session.spark
+    store = ResultStore(session.catalog)
+    rows = store.rows(spark, saved)
+    index = store.index(spark, saved) if use_index else None
+    ids = collect_bad_ids(session, source)
+    if not len(ids):
+        warnings.warn(ImpactWarning(f"no rows match --source {source.text}: nothing is affected"), stacklevel=3)
+        return rows.limit(0)
+    if len(ids) > LITERAL_IDS:
+        return _joined_impact(spark, rows, index, ids)
+    candidates = rows
+    if index is not None:
+        hit_rows = np.unique(int_column(index.where(f"{INDEX_ID} IN ({_numbers(ids)})").select(ROW)))
+        if not len(hit_rows):
+            return rows.limit(0)
+        if len(hit_rows) <= LITERAL_ROWS:
+            candidates = rows.where(f"{ROW} IN ({_numbers(hit_rows)})")
+    literal = f"array({_numbers(ids)})"
+    hits = candidates.where(F.expr(f"arrays_overlap({DL}, {literal})")).withColumn(DL, F.expr(f"array_intersect({DL}, {literal})"))
+    # few rows: sorted in one partition, in the job that finds them (a global sort would
+    # sample its input in a job of its own, a repartition add a shuffle stage)
+    return hits.coalesce(1).sortWithinPartitions(ROW)
+
+
+def _joined_impact(spark, rows, index, ids: np.ndarray):
+    """Many bad ids: joined (broadcast while they fit) against the (id, _row) pairs, from the
+    forward index or from the saved DLs exploded."""
+    import pyarrow as pa
+    from pyspark.sql import functions as F
+
+    bad = spark.createDataFrame(pa.table({INDEX_ID: ids}))
+    if len(ids) <= BROADCAST_IDS:
+        bad = F.broadcast(bad)
+    pairs = index if index is not None else rows.select(F.explode(DL).alias(INDEX_ID), ROW)
+    matched = pairs.join(bad, INDEX_ID).groupBy(ROW).agg(F.sort_array(F.collect_set(INDEX_ID)).alias(DL))
+    return rows.drop(DL).join(matched, ROW).select(*rows.columns).orderBy(ROW)
+
+
+def reeval_impact(session, source: Source, query: str, semantics: str = "control"):
+    """Rerun ``query`` with lineage for the bad rows only; the rows it reaches are affected.
+
+    The bad table is read through a view with one more column, ``__dl_bad``: the row's id
+    when it is bad, else NULL.  Computed where the table is scanned, it replaces the
+    predicate's columns and ``_dl_id`` in every shuffle of the query (mostly NULLs), which
+    keeps re-evaluation at the cost of the query itself.
+    """
+    from pyspark.sql import functions as F
+
+    catalog = session.catalog
+    parsed = rewriter.parse(query)
+    # The rewriter does not yet take a subquery whose tables all contribute nothing (its
+    # lineage copy would cover no table): in queries with subqueries the other tables give
+    # NULL ids instead, which add nothing either.
+    no_ids = None if parsed.find(exp.Subquery, exp.Exists, exp.In) is None else (exp.cast(exp.null(), "bigint"), True)
+
+    def bad_ids_only(table: exp.Table) -> tuple[exp.Expression, bool] | None:
+        if table.name.lower() != source.table:
+            return no_ids
+        return exp.column(BAD_ID, table=table.alias_or_name), True
+
+    codes = {name: entry.code for name, entry in catalog.tables.items()}
+    expression = rewriter.rewrite(parsed, catalog.schemas(), codes, "set", semantics, bad_ids_only)
+    view = _bad_rows_view(session, source)
+    for node in expression.find_all(exp.Table):
+        if node.name.lower() == source.table:
+            node.set("this", exp.to_identifier(view))
+    return session.run(expression.sql(dialect="spark")).where(F.size(DL) > 0)
+
+
+def _bad_rows_view(session, source: Source) -> str:
+    """A view of the source table (at its data version) plus ``__dl_bad``: ``_dl_id`` for
+    the bad rows, NULL for the others.  A predicate with a subquery is evaluated to ids first
+    (Spark takes subqueries in filters only, not in a projection's CASE)."""
+    catalog = session.catalog
+    version = source.version if source.version is not None else catalog.entry(source.table).version
+    name = f"__dl_bad_{hashlib.sha256(f'{source.text}@{version}'.encode()).hexdigest()[:12]}"
+    base = f"{name}_rows"
+    schema = catalog.entry(source.table).version_schema(version)
+    read_parquet(session.spark, catalog.data_path(source.table, version), schema).createOrReplaceTempView(base)
+    if source.has_subquery:
+        ids = collect_bad_ids(session, source)
+        is_bad = f"{ID_COLUMN} IN ({_numbers(ids)})" if len(ids) else "FALSE"
+    else:
+        is_bad = source.predicate.sql(dialect="spark")
+    try:
+        session.run(f"SELECT *, CASE WHEN {is_bad} THEN {ID_COLUMN} END AS {BAD_ID} FROM {base} AS {source.table}") \
+            .createOrReplaceTempView(name)
+    except BadInput as error:
+        raise BadInput(f"--source {source.text}: {error}") from None
+    return name
+
+
+def warn_if_stale(session, saved: SavedResult, source: Source, mode: str) -> None:
+    """Warn when tables ``saved`` read have been revised since it was computed.
+
+    The answer is still given: rows unchanged since keep their ids, so the saved lineage
+    finds them; rows new or changed since were never part of the result.
+    """
+    catalog = session.catalog
+    changed = {t: (v, catalog.entry(t).version) for t, v in saved.tables.items()
+               if t in catalog.tables and catalog.entry(t).version != v}
+    if not changed:
+        return
+    what = ", ".join(f"{t} v{old} -> v{new}" for t, (old, new) in sorted(changed.items()))
+    if mode == "reeval":
+        advice = "re-evaluation runs its query on the current data"
+    elif source.table in changed and source.version != changed[source.table][0]:
+        advice = (f"its lineage has the ids of {source.table} v{changed[source.table][0]}: ask about the rows it was "
+                  f"computed from with --source '{source.table}@v{changed[source.table][0]} WHERE ...'")
+    else:
+        advice = "rows new or changed since are not in its lineage"
+    warnings.warn(ImpactWarning(
+        f"result {saved.name} was saved at catalog version {saved.catalog_version} (now {catalog.version}) "
+        f"and its data changed since ({what}); {advice}"
+    ), stacklevel=3)
+
+
+def _numbers(values) -> str:
+    return ", ".join(str(int(v)) for v in values)

@@ -1,0 +1,267 @@
+"""Saved results (DESIGN §7): a query's rows with their lineage, kept for impact and explain.
+
+Layout inside the catalog directory::
+
+    results/<name>/result.json              metadata; the result exists iff this file does
+    results/<name>/<stamp>/rows.parquet/    _row, the query's columns, DL (files in _row order)
+    results/<name>/<stamp>/index.parquet/   id, _row: the forward index, sorted by id
+
+``_row`` numbers the output rows densely from 0 in the result's own order (its ORDER BY),
+so ``explain --row N`` names a row for good.  The forward index is SMOKE's forward rid index
+(id -> output rows) as a table: sorted by id in small row groups, a lookup of a few ids reads
+a few row groups instead of every row's DL.  It is built at save time when the saved rows
+are large enough for it to pay (``INDEX_MIN_BYTES``), on request, or later (``build_index``).
+
+A save writes a fresh ``<stamp>`` directory, then replaces ``result.json`` atomically, then
+deletes the data it replaced: a reader sees the old result or the new one, never a mix, and
+a failed save leaves the old one intact.  Saving a result does not change the catalog
+version, which identifies the tables' data; the result records the version it read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from sqlglot import exp
+
+from dltrace.catalog import NAME_PATTERN, Catalog, quoted, with_positions
+from dltrace.errors import BadInput, CatalogError, DltraceError
+
+FORMAT = 1
+ROW = "_row"
+DL = "DL"
+INDEX_ID = "id"
+INDEX_SCHEMA = {INDEX_ID: "bigint", ROW: "bigint"}
+DIRECTORY = "results"
+METADATA = "result.json"
+ROWS_ROW_GROUP_BYTES = 4 << 20  # small row groups: a lookup by _row reads little
+INDEX_ROW_GROUP_BYTES = 1 << 20
+INDEX_MIN_BYTES = 8 << 20  # saved rows from this size on get a forward index by default
+
+
+class UnknownResult(BadInput):
+    """A saved result name that the catalog does not have."""
+
+
+@dataclass
+class SavedResult:
+    """One saved result, as stored in its ``result.json``."""
+
+    name: str
+    query: str
+    semantics: str
+    representation: str
+    catalog_version: int
+    tables: dict[str, int]  # the data version of every table the query reads
+    created_at: float
+    rows: int
+    columns: list[str]  # the query's output columns, without _row and DL
+    data: str  # rows.parquet, relative to the catalog directory
+    index: str | None  # index.parquet, or None when not built
+    schema: dict[str, str] = field(default_factory=dict)  # rows.parquet's columns and types
+    format: int = FORMAT
+
+
+class ResultStore:
+    """The saved results of one catalog."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self.directory = catalog.directory / DIRECTORY
+
+    def _metadata_file(self, name: str) -> Path:
+        return self.directory / name / METADATA
+
+    def list(self) -> list[SavedResult]:
+        """Every saved result, by name."""
+        files = sorted(self.directory.glob(f"*/{METADATA}")) if self.directory.exists() else []
+        return [self._read(file) for file in files]
+
+    def get(self, name: str) -> SavedResult:
+        file = self._metadata_file(name.lower())
+        if not NAME_PATTERN.match(name) or not file.exists():
+            known = ", ".join(r.name for r in self.list()) or "none yet"
+            raise UnknownResult(
+                f"no saved result '{name}' (saved: {known}); save one with `dltrace sql QUERY --save {name}`"
+            )
+        return self._read(file)
+
+    def _read(self, file: Path) -> SavedResult:
+        try:
+            data = json.loads(file.read_text())
+        except (OSError, ValueError) as error:
+            raise CatalogError(f"cannot read {file}: {error}") from None
+        if data.get("format", FORMAT) > FORMAT:
+            raise CatalogError(f"{file} was written by a newer dltrace (result format {data['format']}): upgrade dltrace")
+        return SavedResult(**data)
+
+    def path(self, relative: str) -> Path:
+        return (self.catalog.directory / relative).resolve()
+
+    def rows(self, spark, result: SavedResult):
+        """The saved rows: ``_row``, the query's columns, ``DL``."""
+        return read_parquet(spark, self.path(result.data), result.schema)
+
+    def index(self, spark, result: SavedResult):
+        """The forward index ``(id, _row)``, or None when the result has none."""
+        return read_parquet(spark, self.path(result.index), INDEX_SCHEMA) if result.index else None
+
+    def save(
+        self,
+        frame,
+        name: str,
+        query: str,
+        semantics: str,
+        representation: str,
+        index: bool | None = None,
+    ) -> SavedResult:
+        """Write ``frame`` (query columns plus ``DL``) as result ``name``, replacing any older one.
+
+        ``index``: build the forward index (True), don't (False), or only when the saved rows
+        are large enough for it to pay (None): below ``INDEX_MIN_BYTES`` a scan of every DL is
+        a single small job and as fast as the index lookup plus the fetch of the hit rows.
+        """
+        if not NAME_PATTERN.match(name):
+            raise BadInput(f"'{name}' is not a valid result name: use letters, digits and _")
+        name = name.lower()
+        if DL not in frame.columns:
+            raise BadInput("only a result with lineage can be saved: it has no DL column")
+        columns = [c for c in frame.columns if c != DL]
+        lowered = [c.lower() for c in columns]
+        if ROW in lowered:
+            raise BadInput(f"the result has a column named {ROW}, which saved results use for row numbers: rename it")
+        repeated = sorted({c for c in columns if lowered.count(c.lower()) > 1})
+        if repeated:
+            raise BadInput(f"the result has more than one column named {', '.join(repeated)}: give its columns distinct aliases")
+        frame = frame.withColumn(DL, lineage_ids(frame))
+        home = self.directory / name
+        stamp = f"{time.strftime('%Y%m%dT%H%M%S')}-{time.time_ns() % 1_000_000_000:09d}"
+        data_dir = home / stamp
+        data_dir.mkdir(parents=True)
+        try:
+            numbered, cached = with_positions(frame, ROW)
+            try:
+                saved = numbered.select(ROW, *map(quoted, columns), DL)
+                saved.write.option("parquet.block.size", ROWS_ROW_GROUP_BYTES).parquet(str(data_dir / "rows.parquet"))
+            finally:
+                cached.unpersist()
+            rows_frame = frame.sparkSession.read.parquet(str(data_dir / "rows.parquet"))
+            rows = rows_frame.count()
+            schema = {f.name: f.dataType.simpleString() for f in rows_frame.schema.fields}
+            if index is None:
+                index = directory_bytes(data_dir / "rows.parquet") >= INDEX_MIN_BYTES
+            if index:
+                write_index(rows_frame, data_dir / "index.parquet")
+        except BaseException:
+            shutil.rmtree(data_dir, ignore_errors=True)
+            raise
+        relative = data_dir.relative_to(self.catalog.directory)
+        result = SavedResult(
+            name=name,
+            query=query,
+            semantics=semantics,
+            representation=representation,
+            catalog_version=self.catalog.version,
+            tables={table: self.catalog.entry(table).version for table in tables_read(query, self.catalog)},
+            created_at=time.time(),
+            rows=rows,
+            columns=columns,
+            data=str(relative / "rows.parquet"),
+            index=str(relative / "index.parquet") if index else None,
+            schema=schema,
+        )
+        self._write_metadata(result)
+        self._remove_unreferenced(name, keep=stamp)
+        return result
+
+    def build_index(self, name: str, spark) -> SavedResult:
+        """Build the forward index of a result saved without one (written beside its rows,
+        then recorded in its metadata)."""
+        result = self.get(name)
+        if result.index:
+            return result
+        target = self.path(result.data).parent / f"index-{time.time_ns()}.parquet"
+        write_index(self.rows(spark, result), target)
+        result.index = str(target.relative_to(self.catalog.directory.resolve()))
+        self._write_metadata(result)
+        return result
+
+    def drop(self, name: str) -> None:
+        """Remove result ``name``: renamed away first (atomic), then deleted."""
+        self.get(name)
+        home = self.directory / name.lower()
+        trash = self.directory / f".dropped-{name.lower()}-{time.time_ns()}"
+        os.replace(home, trash)
+        shutil.rmtree(trash, ignore_errors=True)
+
+    def _write_metadata(self, result: SavedResult) -> None:
+        home = self.directory / result.name
+        fd, tmp = tempfile.mkstemp(dir=home, prefix=".result-", suffix=".json")
+        with os.fdopen(fd, "w") as handle:
+            json.dump(asdict(result), handle, indent=2)
+        os.replace(tmp, home / METADATA)
+
+    def _remove_unreferenced(self, name: str, keep: str) -> None:
+        """Delete the data of earlier saves (and of saves that failed half way)."""
+        for child in (self.directory / name).iterdir():
+            if child.is_dir() and child.name != keep:
+                shutil.rmtree(child, ignore_errors=True)
+
+
+def read_parquet(spark, path: Path, schema: dict[str, str] | None = None):
+    """Parquet with a known schema: given one, Spark skips the job that infers it from the
+    files' footers (a noticeable part of a sub-second lookup)."""
+    reader = spark.read
+    if schema:
+        reader = reader.schema(", ".join(f"`{name.replace('`', '``')}` {kind}" for name, kind in schema.items()))
+    return reader.parquet(str(path))
+
+
+def lineage_ids(frame):
+    """``DL`` as sorted ids whatever the representation: saved results keep plain id arrays,
+    which the forward index and ``arrays_overlap`` read natively (roBDDs decoded once here)."""
+    from pyspark.sql import functions as F
+
+    from dltrace import udafs
+
+    kind = dict(frame.dtypes)[DL]
+    if kind == "array<bigint>":
+        return F.col(DL)
+    if kind == "binary":
+        udafs.register(frame.sparkSession)
+        return F.expr(f"dl_ids({DL})")
+    raise BadInput(f"cannot save lineage of type {kind}: DL must be an id set (array<bigint>) or an roBDD (binary)")
+
+
+def directory_bytes(path: Path) -> int:
+    return sum(file.stat().st_size for file in path.rglob("*") if file.is_file())
+
+
+def write_index(rows_frame, target: Path) -> None:
+    """The forward index ``(id, _row)``: one row per id of each row's DL, sorted by id.
+
+    Range partitioning by id gives files over disjoint id ranges, each sorted, so Parquet's
+    min/max statistics let a lookup of a few ids skip nearly every row group.
+    """
+    from pyspark.sql import functions as F
+
+    pairs = rows_frame.select(F.explode(DL).alias(INDEX_ID), ROW)
+    pairs.orderBy(INDEX_ID, ROW).write.option("parquet.block.size", INDEX_ROW_GROUP_BYTES).parquet(str(target))
+
+
+def tables_read(query: str, catalog: Catalog) -> list[str]:
+    """The catalog tables ``query`` reads (CTE names that shadow nothing are not tables)."""
+    from dltrace.rewriter import parse
+
+    try:
+        expression = parse(query)
+    except DltraceError:
+        return []
+    names = {table.name.lower() for table in expression.find_all(exp.Table)}
+    return sorted(names & set(catalog.tables))

@@ -1,0 +1,125 @@
+"""The benchmark harness and its baselines, on TPC-H SF 0.01.
+
+* the harness writes a report with ratio columns and the figures, and says why a mode has
+  no time instead of stopping;
+* the reverse queries (Cui & Widom) and Perm's rewriting give, per result tuple, the same
+  base rows as dltrace's DL: two independent computations of lineage that must agree on
+  SPJ and single-level aggregate queries, where control and data lineage coincide.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tpch import baselines
+from tpch.bench import checked_modes, forward_targets, run_bench
+from tpch.harness import CannotRun, Figure, Mode, Panel, measure, write_report
+from tpch.queries import load
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def union_by_outputs(frame, outputs: list[str], id_columns: list[str]) -> dict[tuple, frozenset[int]]:
+    """Result tuple (its output values) -> the union of the ids in ``id_columns`` over its rows, grouped in Spark."""
+    from pyspark.sql import functions as F
+
+    ids = F.array_distinct(F.flatten(F.collect_list(F.array(*id_columns))))
+    grouped = frame.groupBy(*outputs).agg(ids.alias("ids")).collect()
+    return {tuple(row[c] for c in outputs): frozenset(i for i in row.ids if i is not None) for row in grouped}
+
+
+def dltrace_lineage(session, query: str) -> dict[tuple, frozenset[int]]:
+    frame = session.sql(query)
+    from pyspark.sql import functions as F
+
+    outputs = [c for c in frame.columns if c != "DL"]
+    renamed = frame.toDF(*(f"__c{i}" for i in range(len(outputs))), "DL")
+    grouped = renamed.groupBy(*(f"__c{i}" for i in range(len(outputs)))).agg(
+        F.array_distinct(F.flatten(F.collect_list("DL"))).alias("ids")).collect()
+    return {tuple(row[f"__c{i}"] for i in range(len(outputs))): frozenset(row.ids) for row in grouped}
+
+
+@pytest.mark.parametrize("name", ["s1", "s3", "q3", "q6", "q7"])
+def test_baselines_give_dltrace_lineage(tpch, tmp_path, name):
+    query = load(name)
+    shape = baselines.shape_of(tpch, query)
+    expected = dltrace_lineage(tpch, query)
+    assert expected, f"{name} has no rows at SF 0.01"
+    outputs = [f"__c{i}" for i in range(len(shape.outputs))]
+    ids = [f"prov_{alias}" for alias in shape.occurrences]
+
+    reverse = baselines.reverse_all(tpch, shape, tmp_path / "all", "dl_test_all")
+    assert union_by_outputs(reverse, outputs, ids) == expected
+
+    perm = baselines.perm_sql(shape)
+    perm_frame = tpch.run(perm).toDF(*outputs, *ids)
+    assert union_by_outputs(perm_frame, outputs, ids) == expected
+
+    one = baselines.reverse_one(tpch, shape, tmp_path / "one", "dl_test_one")
+    keys = [column for column, _ in shape.view_keys]
+    picked, _ = baselines.first_tuple(shape, tpch.spark.table("dl_test_one"))
+    from pyspark.sql import functions as F
+
+    same_tuple = reverse
+    for key in keys:
+        value = F.col(key).cast("string")
+        same_tuple = same_tuple.where(value.isNull() if picked[key] is None else value == picked[key])
+    (traced,) = union_by_outputs(one.withColumn("__all", F.lit(1)), ["__all"], ids).values()
+    assert traced == frozenset().union(*union_by_outputs(same_tuple, outputs, ids).values())
+
+
+@pytest.mark.parametrize("name, reason", [
+    ("q2", "nested subquery in WHERE"),
+    ("q11", "nested subquery in HAVING"),
+    ("q13", "FROM subquery that aggregates"),
+    ("q15", "WITH query that aggregates"),
+])
+def test_reverse_generator_refuses_nested_queries(tpch, name, reason):
+    with pytest.raises(CannotRun, match=reason):
+        baselines.shape_of(tpch, load(name))
+
+
+def test_harness_reports_runs_without_a_time(tmp_path):
+    """A mode that cannot run or fails is named once with its reason; the others still run."""
+
+    def refuses(name: str, sql: str):
+        raise CannotRun("no such representation")
+
+    def fails(name: str, sql: str):
+        def run() -> None:
+            raise RuntimeError("An exception was thrown from the Python worker:\nTraceback\nValueError: broken")
+        return run
+
+    modes = [Mode("original", lambda n, s: lambda: None), Mode("refuses", refuses), Mode("fails", fails)]
+    results = measure({"a": "select 1", "b": "select 2"}, modes, repeat=2, progress=lambda _: None)
+    assert [m.repetition for m in results.measurements if m.mode == "original" and m.query == "a"] == [0, 1, 2]
+    assert results.note("a", "refuses") == "cannot run: no such representation"
+    assert results.note("b", "fails").endswith("ValueError: broken")
+    assert len([m for m in results.measurements if m.mode != "original"]) == 4, "given up after the first try"
+    report = write_report(tmp_path, results, "test", [], {m.name: m.name for m in modes},
+                          [Figure("f.png", "f", [Panel("p", ["a", "b"])])], []).read_text()
+    assert "| refuses / original | fails / original |" in report
+    assert "* a `refuses`: cannot run: no such representation" in report
+    assert (tmp_path / "f.png").read_bytes().startswith(PNG_MAGIC)
+
+
+def test_bench_writes_report_with_ratios_and_figures(tpch, tmp_path):
+    queries = {name: load(name) for name in ("q6", "q4", "s1")}
+    modes = checked_modes("set,reverse-one,perm")
+    assert modes[0] == "original"
+    figures = [Figure("figure4-aspj.png", "ASPJ", [Panel("TPC-H", ["q4", "q6"])]),
+               Figure("figure5-spj.png", "SPJ", [Panel("SPJ", ["s1"])])]
+    report = run_bench(tpch, queries, modes, 1, tmp_path, "test run", [], figures,
+                       forward_targets(modes, ["s1"], ["q4", "q6"]))
+    text = report.read_text()
+    assert "| query | set / original | reverse-one / original | perm / original |" in text
+    ratio_rows = [line for line in text.splitlines() if line.startswith("| q6 |")]
+    assert len(ratio_rows) == 2 and all(cell.strip() for cell in ratio_rows[1].split("|")[1:-1])
+    assert "q4 `reverse-one`: cannot run: a nested subquery in WHERE" in text
+    assert "SPJ S1-S8, `set`: median <= 1.02x" in text
+    for figure in figures:
+        assert (tmp_path / figure.filename).read_bytes().startswith(PNG_MAGIC)
+    assert not (tmp_path / "scratch").exists(), "materialized views are removed"
+    assert (tmp_path / "measurements.csv").read_text().count("\n") == 1 + 3 * 4 + (3 * 4 - 2)

@@ -1,0 +1,219 @@
+"""``python -m tpch bench``: the paper's Figures 4 and 5 on Spark, forward lineage beside its baselines.
+
+    python -m tpch bench --sf 1 [--queries tpch,spj] [--modes original,set,...] [--repeat 3] [--out DIR]
+
+Modes (all run in one Spark session, interleaved, see :mod:`tpch.harness`):
+
+* ``original``: the query without lineage;
+* ``set``, ``bdd``, ``auto``: dltrace with that lineage representation;
+* ``reverse-one``, ``reverse-all``: backward lineage by reverse queries (Cui & Widom), of one
+  result tuple or of all, including the materialized view (:mod:`tpch.baselines`);
+* ``perm``: Perm's provenance rewriting, the result joined with its contributing rows.
+
+Every mode executes its query fully and drops the rows (Spark's ``noop`` sink), so no
+result is brought to the driver and every mode pays for the same work the query implies.
+The query's rewriting and Spark's analysis happen once, before timing: the runs time
+optimization and execution only, the part lineage is claimed to make cheap.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+from dltrace.errors import BadInput, DltraceError
+from tpch import baselines
+from tpch.harness import CannotRun, Figure, Mode, Panel, Runner, Target, faster_target, log, measure, ratio_target, write_report
+
+MODES = ["original", "set", "bdd", "auto", "reverse-one", "reverse-all", "perm"]
+FORWARD = ["set", "bdd", "auto"]
+DESCRIPTIONS = {
+    "original": "the query without lineage (qualified like the lineage query).",
+    "set": "dltrace, lineage sets as sorted `array<bigint>` (the paper's *set*).",
+    "bdd": "dltrace, lineage sets as roBDDs (the paper's *bdd*).",
+    "auto": "dltrace, representation chosen per query.",
+    "reverse-one": "backward lineage of ONE result tuple by reverse queries (Cui & Widom): write the view "
+                   "as Parquet (the result; for an aggregate the grouped intermediate view with its group-by "
+                   "attributes), read back its first tuple, run the reverse query with that tuple's values.",
+    "reverse-all": "backward lineage of ALL result tuples: write the view as Parquet, then join the base "
+                   "tables with it on the output (SPJ) or group-by attributes (aggregates).",
+    "perm": "Perm-style provenance rewriting (SMOKE's logical baseline): the result joined with its "
+            "unaggregated contributing rows, one row per combination, with every table occurrence's `_dl_id`.",
+}
+DEFAULT_TIMEOUT = 900.0
+SCRATCH_VIEW = "dl_bench_view"
+PAPER_NOTE = ("Paper (PostgreSQL 7.4, SF1): SPJ with sets +1.7% on average, reverse-one +82%, reverse-all +325%; "
+              "ASPJ with roBDDs +74% on average (+387% with Q11), reverse-all 19.44x the overhead of bdd.")
+
+
+def execute(frame) -> None:
+    """Run a DataFrame to completion without bringing a row to the driver."""
+    frame.write.format("noop").mode("overwrite").save()
+
+
+def spark_modes(session, names: list[str], scratch: Path) -> list[Mode]:
+    """The named modes over ``session``; each prepares a query once and runs it on demand."""
+
+    def dataframe(build: Callable[[], object]) -> Runner:
+        try:
+            frame = build()
+        except DltraceError as error:
+            raise CannotRun(str(error)) from None
+        return lambda: execute(frame)
+
+    def original(name: str, query: str) -> Runner:
+        return dataframe(lambda: session.sql(query, lineage=False))
+
+    def forward(representation: str) -> Callable[[str, str], Runner]:
+        return lambda name, query: dataframe(lambda: session.sql(query, repr=representation))
+
+    def reverse(trace: Callable, mode: str) -> Callable[[str, str], Runner]:
+        def prepare(name: str, query: str) -> Runner:
+            shape = baselines.shape_of(session, query)
+            path = scratch / f"{name}-{mode}"
+
+            def run() -> None:
+                frame = trace(session, shape, path, SCRATCH_VIEW)
+                if frame is not None:
+                    execute(frame)
+
+            return run
+
+        return prepare
+
+    def perm(name: str, query: str) -> Runner:
+        text = baselines.perm_sql(baselines.shape_of(session, query))
+        return dataframe(lambda: session.run(text))
+
+    preparers = {
+        "original": original,
+        **{representation: forward(representation) for representation in FORWARD},
+        "reverse-one": reverse(baselines.reverse_one, "reverse-one"),
+        "reverse-all": reverse(baselines.reverse_all, "reverse-all"),
+        "perm": perm,
+    }
+    return [Mode(name, preparers[name]) for name in names]
+
+
+def checked_modes(text: str) -> list[str]:
+    """The modes named in ``text``, ``original`` always first (every ratio needs it)."""
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in MODES]
+    if unknown:
+        raise BadInput(f"unknown mode(s) {', '.join(unknown)}: choose from {', '.join(MODES)}")
+    return ["original", *(name for name in dict.fromkeys(names) if name != "original")]
+
+
+def run_bench(
+    session,
+    queries: dict[str, str],
+    modes: list[str],
+    repeat: int,
+    out: Path,
+    title: str,
+    context: list[str],
+    figures: list[Figure],
+    targets: list[Target],
+    timeout: float | None = DEFAULT_TIMEOUT,
+) -> Path:
+    """Measure ``queries`` in ``modes`` and write ``out/report.md`` with its figures; returns its path."""
+    if repeat < 1:
+        raise BadInput("--repeat must be at least 1")
+    spark = session.spark
+    started, load_before = time.time(), os.getloadavg()
+    scratch = out / "scratch"
+    try:
+        results = measure(queries, spark_modes(session, modes, scratch), repeat, timeout,
+                          spark.sparkContext.cancelAllJobs)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    load_after = os.getloadavg()
+    peak = max((m.load for m in results.measurements), default=0.0)
+    conf = spark.sparkContext.getConf()
+    context = [
+        *context,
+        "",
+        f"* ran {time.strftime('%Y-%m-%d %H:%M', time.localtime(started))} for {(time.time() - started) / 60:.1f} min; "
+        f"{repeat} timed repetition(s) after a warm-up pass, modes interleaved, median reported"
+        + (f"; a run is stopped after {timeout:g} s" if timeout else ""),
+        f"* machine: {os.cpu_count()} cores; load average (1/5/15 min) before "
+        f"{'/'.join(f'{v:.2f}' for v in load_before)}, after {'/'.join(f'{v:.2f}' for v in load_after)}, "
+        f"highest 1-min load seen during the runs {peak:.2f} (other work on the machine makes times noisy)",
+        f"* Spark {spark.version}, master {spark.sparkContext.master}, "
+        f"shuffle partitions {spark.conf.get('spark.sql.shuffle.partitions')}, "
+        f"driver memory {conf.get('spark.driver.memory', 'default')}, AQE {spark.conf.get('spark.sql.adaptive.enabled')}",
+    ]
+    return write_report(out, results, title, context, DESCRIPTIONS, figures, targets)
+
+
+def forward_targets(modes: list[str], spj: list[str], tpch: list[str]) -> list[Target]:
+    """DESIGN §9's targets for each forward mode that runs (§9 names ``set`` for SPJ, ``auto`` for TPC-H)."""
+    targets = []
+    forward = [mode for mode in FORWARD if mode in modes]
+    for mode in forward:
+        if spj:
+            targets.append(ratio_target(f"SPJ S1-S8, `{mode}`: median <= 1.02x", mode, spj, "median", 1.02))
+        if tpch:
+            targets.append(ratio_target(f"TPC-H queries, `{mode}`: median <= 1.15x", mode, tpch, "median", 1.15))
+            targets.append(ratio_target(f"TPC-H queries, `{mode}`: none over 2x", mode, tpch, "max", 2.0))
+    if forward and "reverse-all" in modes:
+        targets.append(faster_target("forward (all rows) cheaper than reverse-all (all rows), every query",
+                                     forward, "reverse-all", tpch + spj))
+    return targets
+
+
+def selected_queries(text: str) -> dict[str, str]:
+    """Query names from ``--queries`` (``tpch`` = Q1-Q22, ``spj`` = S1-S8) with their SQL."""
+    from tpch.queries import SPJ, TPCH, load
+
+    groups = {"tpch": TPCH, "spj": SPJ}
+    names = [n for part in text.split(",") if part.strip() for n in groups.get(part.strip().lower(), [part.strip().lower()])]
+    unknown = [name for name in names if name not in TPCH + SPJ]
+    if unknown:
+        raise BadInput(f"unknown TPC-H quer{'ies' if len(unknown) > 1 else 'y'} {', '.join(unknown)}: "
+                       "use q1..q22, s1..s8, tpch or spj")
+    return {name: load(name) for name in dict.fromkeys(names)}
+
+
+def add_parser(commands) -> None:
+    """The ``bench`` subcommand of ``python -m tpch``."""
+    bench = commands.add_parser("bench", help="time queries with lineage against the plain query and the baselines")
+    bench.add_argument("--sf", type=float, default=1.0, help="TPC-H scale factor (default 1)")
+    bench.add_argument("--queries", default="tpch,spj", help="q1..q22, s1..s8, tpch, spj (default: all)")
+    bench.add_argument("--modes", default=",".join(MODES), help=f"comma-separated, from {','.join(MODES)} (default: all)")
+    bench.add_argument("--repeat", type=int, default=3, help="timed repetitions, median reported (default 3)")
+    bench.add_argument("--out", type=Path, default=Path("bench-results/tpch"), help="report directory")
+    bench.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds before a run is stopped")
+    bench.add_argument("--catalog", help="catalog directory (default data/catalog-tpch-sfSF)")
+
+
+def main(args: argparse.Namespace, catalog: Path) -> int:
+    """``python -m tpch bench``: register TPC-H at ``--sf`` (cached), measure, write the report."""
+    from dltrace import LineageSession
+    from tpch.queries import SPJ, TPCH
+    from tpch.register import register_tpch
+
+    queries = selected_queries(args.queries)
+    modes = checked_modes(args.modes)
+    session = LineageSession(catalog)
+    log(f"TPC-H SF {args.sf:g}: data and registration (cached after the first run)")
+    register_tpch(session, args.sf, Path("data"), progress=log)
+    figures = [
+        Figure("figure4-aspj.png", f"TPC-H queries (the paper's Figure 4), SF {args.sf:g}",
+               [Panel("TPC-H Q1-Q22 (ASPJ)", [q for q in TPCH if q in queries])]),
+        Figure("figure5-spj.png", f"SPJ queries S1-S8 (the paper's Figure 5), SF {args.sf:g}",
+               [Panel("SPJ S1-S8", [q for q in SPJ if q in queries])]),
+    ]
+    targets = forward_targets(modes, [q for q in SPJ if q in queries], [q for q in TPCH if q in queries])
+    report = run_bench(session, queries, modes, args.repeat, args.out,
+                       f"Forward lineage vs. baselines, TPC-H SF {args.sf:g}",
+                       [f"`python -m tpch {' '.join(sys.argv[1:])}`: catalog `{catalog}`, {len(queries)} queries, "
+                        f"modes {', '.join(modes)}.", "", PAPER_NOTE],
+                       figures, targets, args.timeout)
+    print(report)
+    return 0
