@@ -9,7 +9,19 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
+
+import pyarrow.parquet as pq
+
+
+def parquet_readable(paths: Iterable[Path]) -> bool:
+    """True when every Parquet file exists and has a readable footer (a complete cache)."""
+    try:
+        for path in paths:
+            pq.read_metadata(path)
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 def progress(message: str) -> None:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from tpch.cache import cached_directory, progress as _progress
+from tpch.cache import cached_directory, parquet_readable, progress as _progress
 
 TABLES = ("region", "nation", "supplier", "customer", "part", "partsupp", "orders", "lineitem")
 
@@ -96,13 +96,7 @@ def generate(sf: float, root: Path = Path("data")) -> Path:
 
 
 def _is_complete(directory: Path) -> bool:
-    """True when every table's Parquet file exists and has a readable footer."""
-    try:
-        for path in table_paths(directory).values():
-            pq.read_metadata(path)
-    except (OSError, ValueError):
-        return False
-    return True
+    return parquet_readable(table_paths(directory).values())
 
 
 def _tpchgen_executable() -> Path:

@@ -56,7 +56,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tpch.cache import cached_directory, progress as _progress
+from tpch.cache import cached_directory, parquet_readable, progress as _progress
 from tpch.data import Registration
 
 TABLES = ("store_information", "item_description", "store_visits", "item_scan")
@@ -422,11 +422,5 @@ def _decimal(cents: np.ndarray, precision: int) -> pa.Array:
 
 
 def _is_complete(directory: Path) -> bool:
-    """True when every table's Parquet file exists and has a readable footer."""
-    try:
-        for path in table_paths(directory).values():
-            pq.read_metadata(path)
-    except (OSError, ValueError):
-        return False
-    return True
+    return parquet_readable(table_paths(directory).values())
 
