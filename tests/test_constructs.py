@@ -17,6 +17,9 @@ CONSTRUCTS = {
     "scalar_comparison": "select t_id, num from sales where num > (select avg(num) from sales)",
     "correlated_scalar": "select t_id from sales s1 where s1.num > (select avg(s2.num) from sales s2 where s2.s_id = s1.s_id)",
     "correlated_non_equality": "select t_id from sales s1 where exists (select 1 from sales s2 where s2.s_id = s1.s_id and s2.t_id <> s1.t_id and s2.num > s1.num)",
+    "correlated_inequality": "select t_id from sales s1 where exists (select 1 from sales s2 where s2.s_id = s1.s_id and s2.i_id <> s1.i_id)",
+    "aggregate_self_join": "select a.s_id, count(*) as n from sales a join sales b on a.s_id = b.s_id group by a.s_id",
+    "aggregate_key_join": "select d.state, sum(s.num) as n from sales s join store d on d.s_id = s.s_id group by d.state",
     "scalar_in_select": "select s_name, (select count(*) from sales s where s.s_id = d.s_id) as n from store d",
     "having_subquery": "select s_id, sum(num) as n from sales group by s_id having sum(num) > (select avg(num) * 3 from sales)",
     "where_subquery_in_aggregate": "select category, count(*) as n from item i where exists (select 1 from sales s where s.i_id = i.i_id and s.num >= 1000) group by category",
@@ -53,6 +56,7 @@ def test_completeness(paper, oracle, name, semantics):
     rows = paper.sql(query, semantics=semantics, tag_instances=True).collect()
     assert rows, "the test query should return rows"
     assert len(rows) == paper.sql(query, lineage=False).count()
+    assert all(len(set(row.DL)) == len(row.DL) for row in rows), "DL must not repeat an id"
     if semantics == "control":
         check_completeness(oracle, query, rows, tree=name not in CONTAINS_ONLY, instances=True)
 

@@ -134,7 +134,7 @@ def measure(
     results = Results(list(queries), [mode.name for mode in modes])
     runners: dict[tuple[str, str], Runner] = {}
     given_up: dict[tuple[str, str], str] = {}
-    latest_reference: dict[str, float] = {}  # for the ratios in progress lines
+    latest_reference: dict[str, tuple[int, float]] = {}  # (repetition, seconds), for progress lines
     for repetition in range(repeat + 1):
         label = "warm-up" if repetition == 0 else f"rep {repetition}/{repeat}"
         for query, sql in queries.items():
@@ -158,9 +158,11 @@ def measure(
                     progress(f"{label:>9}  {query:<4} {mode.name:<12} {note}")
                     continue
                 if mode.name == REFERENCE:
-                    latest_reference[query] = seconds
-                reference = latest_reference.get(query)
-                ratio = f"  x{seconds / reference:.2f}" if reference and mode.name != REFERENCE else ""
+                    latest_reference[query] = (repetition, seconds)
+                # against this repetition's reference, or a timed one before it (never a cold warm-up)
+                reference_repetition, reference = latest_reference.get(query, (0, 0.0))
+                comparable = reference and mode.name != REFERENCE and reference_repetition in (repetition, *range(1, repetition))
+                ratio = f"  x{seconds / reference:.2f}" if comparable else ""
                 progress(f"{label:>9}  {query:<4} {mode.name:<12} {seconds:8.2f} s{ratio}  (load {measurement.load:.2f})")
     return results
 
@@ -240,6 +242,27 @@ def faster_target(description: str, fast: list[str], slow: str, queries: list[st
             return f"no query ran in both {slow} and {'/'.join(fast)}", None
         text = f"{compared - len(losses)} of {compared} queries" + (f"; not on {', '.join(losses)}" if losses else "")
         return text, not losses
+
+    return Target(description, evaluate)
+
+
+def best_of_target(description: str, mode: str, candidates: list[str], queries: list[str], limit: float) -> Target:
+    """``mode``'s total time over ``queries`` at most ``limit`` times the total of the best
+    candidate per query (only queries where all of them ran); the worst query is named."""
+
+    def evaluate(results: Results) -> tuple[str, bool | None]:
+        totals, best, worst = 0.0, 0.0, (None, 0.0)
+        for query in queries:
+            time_ = results.median(query, mode)
+            others = [results.median(query, c) for c in candidates]
+            if time_ is None or any(t is None for t in others):
+                continue
+            totals, best = totals + time_, best + min(others)
+            if time_ / min(others) > worst[1]:
+                worst = (query, time_ / min(others))
+        if not best:
+            return f"{mode} and {'/'.join(candidates)} did not all run", None
+        return f"total {totals / best:.3f}x the best per query; worst {worst[0]} {worst[1]:.2f}x", totals / best <= limit
 
     return Target(description, evaluate)
 
@@ -385,7 +408,7 @@ def draw(path: Path, results: Results, figure: Figure) -> bool:
     if not panels or not modes:
         return False
     colors = {mode: plt.get_cmap("tab10").colors[i % 10] for i, mode in enumerate(modes)}
-    widths = [max(2.5, 0.2 * len(queries) * len(modes) + 1.0) for _, queries in panels]
+    widths = [max(2.5, len(queries) * max(0.45, 0.2 * len(modes)) + 1.0) for _, queries in panels]  # inches
     fig, axes = plt.subplots(1, len(panels), figsize=(max(6.0, sum(widths)), 4.2), squeeze=False,
                              gridspec_kw={"width_ratios": widths})
     for axis, (title, queries) in zip(axes[0], panels):

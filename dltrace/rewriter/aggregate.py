@@ -2,11 +2,12 @@
 (paper §3.3); a global aggregate is one group, with DL ∅ when it read no rows.
 
 Each id term becomes a ``collect_set``, a native aggregate with map-side partial
-aggregation, so it sits in the same SELECT as SUM, COUNT and the rest.
+aggregation, so it sits in the same SELECT as SUM, COUNT and the rest; a ``collect_list``
+(no hash set) when the joins cannot repeat the term's rows (:mod:`.keys`).
 
 >>> from dltrace.rewriter import rewrite_sql, PAPER_SCHEMA
 >>> print(rewrite_sql("SELECT s_id, SUM(num) AS n FROM sales GROUP BY s_id", PAPER_SCHEMA))
-SELECT sales.s_id AS s_id, SUM(sales.num) AS n, SORT_ARRAY(COLLECT_SET(sales._dl_id)) AS DL FROM sales AS sales GROUP BY sales.s_id
+SELECT sales.s_id AS s_id, SUM(sales.num) AS n, SORT_ARRAY(COLLECT_LIST(sales._dl_id)) AS DL FROM sales AS sales GROUP BY sales.s_id
 """
 
 from __future__ import annotations

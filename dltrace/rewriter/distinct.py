@@ -3,7 +3,7 @@ one output row give it the DLUNION of their lineages.
 
 >>> from dltrace.rewriter import rewrite_sql, PAPER_SCHEMA
 >>> print(rewrite_sql("SELECT DISTINCT s_name FROM store", PAPER_SCHEMA))
-SELECT store.s_name AS s_name, SORT_ARRAY(COLLECT_SET(store._dl_id)) AS DL FROM store AS store GROUP BY store.s_name
+SELECT store.s_name AS s_name, SORT_ARRAY(COLLECT_LIST(store._dl_id)) AS DL FROM store AS store GROUP BY store.s_name
 """
 
 from __future__ import annotations

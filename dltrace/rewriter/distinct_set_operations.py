@@ -9,7 +9,7 @@
 
 >>> from dltrace.rewriter import rewrite_sql, PAPER_SCHEMA
 >>> print(rewrite_sql("SELECT s_name FROM store EXCEPT SELECT i_name FROM item", PAPER_SCHEMA, semantics="data"))
-SELECT _left.s_name, SORT_ARRAY(COLLECT_SET(_left.__dl0)) AS DL FROM (SELECT store.s_name AS s_name, store._dl_id AS __dl0 FROM store AS store) AS _left WHERE NOT EXISTS(SELECT 1 FROM (SELECT item.i_name AS i_name FROM item AS item) AS _right WHERE _right.i_name IS NOT DISTINCT FROM _left.s_name) GROUP BY _left.s_name
+SELECT _left.s_name, SORT_ARRAY(COLLECT_LIST(_left.__dl0)) AS DL FROM (SELECT store.s_name AS s_name, store._dl_id AS __dl0 FROM store AS store) AS _left WHERE NOT EXISTS(SELECT 1 FROM (SELECT item.i_name AS i_name FROM item AS item) AS _right WHERE _right.i_name IS NOT DISTINCT FROM _left.s_name) GROUP BY _left.s_name
 """
 
 from __future__ import annotations

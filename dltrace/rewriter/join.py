@@ -21,6 +21,7 @@ from sqlglot.optimizer.scope import Scope
 from dltrace.rewriter.base_table import base_table
 from dltrace.rewriter.context import ROWS, RewriteContext, set_lineage, unsupported
 from dltrace.rewriter.derived_table import derived_table
+from dltrace.rewriter.keys import single_row_sources
 from dltrace.rewriter.terms import Term
 
 JOIN_KINDS = {"", "INNER", "CROSS", "OUTER"}
@@ -38,16 +39,23 @@ def source_lineage(source: exp.Expression, scope: Scope, context: RewriteContext
 
 
 def join(select: exp.Select, scope: Scope, context: RewriteContext) -> exp.Select:
-    """Collect the lineage of every source of ``select`` into the rows' lineage."""
+    """Collect the lineage of every source of ``select`` into the rows' lineage; an id
+    stays ``unique`` only when the joins cannot repeat its source's rows."""
+    single = single_row_sources(select, context.table_keys or {})
+
+    def lineage_of(source: exp.Expression) -> list[Term]:
+        terms = source_lineage(source, scope, context)
+        return list(terms) if source.alias_or_name in single else [replace(t, unique=False) for t in terms]
+
     terms: list[Term] = []
     from_ = select.args.get("from_")
     if from_ is not None:
-        terms.extend(source_lineage(from_.this, scope, context))
+        terms.extend(lineage_of(from_.this))
     for join_node in select.args.get("joins") or []:
         side, kind = join_node.side.upper(), join_node.kind.upper()
         if kind not in JOIN_KINDS:
             raise unsupported(join_node, f"{' '.join(filter(None, (side, kind)))} JOIN")
-        joined = list(source_lineage(join_node.this, scope, context))
+        joined = lineage_of(join_node.this)
         if side in ("RIGHT", "FULL"):
             terms = [replace(t, nullable=True) for t in terms]
         if side in ("LEFT", "FULL"):

@@ -33,18 +33,14 @@ def output(expression: exp.Expression, context: RewriteContext) -> exp.Expressio
 
 
 def _after_having(query: exp.Select, context: RewriteContext) -> exp.Select:
-    """``SELECT cols, DL FROM (query) AS __dlout``, with the query's ORDER BY and LIMIT."""
+    """``SELECT cols, DL FROM (query) AS __dlout``.
+
+    The query keeps its ORDER BY and LIMIT: Spark sorts and limits the rows before their
+    (possibly large) DL values exist, and the projection above keeps the sorted order.
+    """
     outputs = get_lineage(query, OUTPUT)
     names = [n for n in query.named_selects if not is_lineage_column(n)]
     terms = tuple(t if isinstance(t.sql, exp.Subquery) else t.at(exp.column(t.sql.name, table=OUTER)) for t in outputs)
     outer = exp.select(*[exp.column(n, table=OUTER) for n in names]).from_(query.subquery(OUTER, copy=False))
     outer.select(exp.alias_(context.representation.output(terms, context.codes, context.ids_ordered_by_table), DL), copy=False)
-    for key in ("order", "limit", "offset"):
-        if query.args.get(key) and _names_only(query.args[key], names):
-            outer.set(key, query.args[key].pop())
     return outer
-
-
-def _names_only(clause: exp.Expression, names: list[str]) -> bool:
-    """True when ``clause`` refers to output columns by name only (it can move outside)."""
-    return all(not c.table and c.name in names for c in clause.find_all(exp.Column))

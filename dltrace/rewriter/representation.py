@@ -41,11 +41,28 @@ def typed_empty_array(element: str) -> exp.Expression:
     return exp.cast(call("array"), exp.DataType.build(f"ARRAY<{element}>", dialect="spark"))
 
 
+def empty_id_array() -> exp.Expression:
+    """An empty ``array<bigint>`` typed as holding no NULLs.
+
+    ``CAST(ARRAY() AS ARRAY<BIGINT>)`` would declare nullable elements, and one such
+    operand makes every ``concat``/``coalesce`` over it nullable too: ``sort_array`` then
+    sorts boxed objects with a comparator instead of ``java.util.Arrays.sort(long[])``
+    (several times slower on large sets).
+    """
+    return call("slice", call("array", exp.cast(exp.Literal.number(0), exp.DataType.build("BIGINT"))), exp.Literal.number(1), exp.Literal.number(0))
+
+
 def aggregate_shared(term: Term, partition_by: list[exp.Expression] | None) -> Term:
     """DLUNION over a group of a set that is the same on every row: itself, read once."""
     if isinstance(term.sql, exp.Subquery):
         return term
     return replace(term, sql=over(call("first", term.sql, exp.true()), partition_by))
+
+
+def collect_ids(term: Term) -> str:
+    """The native aggregate gathering an ID term's values: a list when no two rows carry
+    the same id (no hash set per group), else a set."""
+    return "collect_list" if term.unique else "collect_set"
 
 
 def as_id_array(term: Term) -> exp.Expression:
@@ -75,13 +92,13 @@ class SetRepresentation:
     set_kind = Kind.IDS
 
     def empty(self) -> exp.Expression:
-        return typed_empty_array("BIGINT")
+        return empty_id_array()
 
     def aggregate(self, term: Term, partition_by: list[exp.Expression] | None = None, group_size: float | None = None) -> Term:
         if term.shared:
             return aggregate_shared(term, partition_by)
         if term.kind is Kind.ID:
-            return Term(over(call("collect_set", term.sql), partition_by), Kind.IDS, term.tables)
+            return Term(over(call(collect_ids(term), term.sql), partition_by), Kind.IDS, term.tables)
         flat = call("flatten", over(call("collect_list", as_id_array(term)), partition_by))
         return Term(call("array_distinct", flat), Kind.IDS, term.tables)
 
@@ -148,7 +165,7 @@ class BddRepresentation:
         set_array = call("array", *sets) if sets else typed_empty_array("BINARY")
         id_parts = ([call("array", *ids)] if ids else []) + list(id_arrays)
         if not id_parts:
-            id_value = typed_empty_array("BIGINT")
+            id_value = empty_id_array()
         else:
             id_value = id_parts[0] if len(id_parts) == 1 else call("concat", *id_parts)
         return call("dl_bdd_union", set_array, id_value)
@@ -157,11 +174,11 @@ class BddRepresentation:
         if term.shared:
             return aggregate_shared(term, partition_by)
         if term.kind is Kind.ID:
-            value = self._union([], [], [over(call("collect_set", term.sql), partition_by)])
+            value = self._union([], [], [over(call(collect_ids(term), term.sql), partition_by)])
         elif term.kind is Kind.IDS:
             value = self._union([], [], [call("flatten", over(call("collect_list", term.sql), partition_by))])
         else:
-            value = call("dl_bdd_union", over(call("collect_list", term.sql), partition_by), typed_empty_array("BIGINT"))
+            value = call("dl_bdd_union", over(call("collect_list", term.sql), partition_by), empty_id_array())
         return Term(value, Kind.BDD, term.tables)
 
     def as_set(self, terms: Lineage) -> exp.Expression:
@@ -170,7 +187,10 @@ class BddRepresentation:
         return self._union(
             [t.sql for t in terms if t.kind is Kind.BDD],
             [t.sql for t in terms if t.kind is Kind.ID],
-            [call("coalesce", t.sql, typed_empty_array("BIGINT")) if t.nullable else t.sql for t in terms if t.kind is Kind.IDS],
+            # a scalar subquery straight in a Python UDF's arguments fails in Spark 4 (an
+            # NPE while canonicalizing the plan); under COALESCE it is evaluated first
+            [call("coalesce", t.sql, empty_id_array()) if t.nullable or isinstance(t.sql, exp.Subquery) else t.sql
+             for t in terms if t.kind is Kind.IDS],
         )
 
     def output(self, terms: Lineage, codes: dict[str, int], ordered_by_table: bool = True) -> exp.Expression:

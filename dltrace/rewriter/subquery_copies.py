@@ -13,7 +13,7 @@ copy; scalar subqueries in the SELECT list compute output values and always do.
 
 >>> from dltrace.rewriter import rewrite_sql, PAPER_SCHEMA
 >>> print(rewrite_sql("SELECT i_name FROM item WHERE i_id IN (SELECT i_id FROM sales WHERE s_id = 1 AND num > 1500)", PAPER_SCHEMA))
-SELECT item.i_name AS i_name, CONCAT(ARRAY(item._dl_id), SORT_ARRAY(COALESCE((SELECT COLLECT_SET(sales._dl_id) AS __dl FROM sales AS sales WHERE sales.s_id = 1 AND sales.num > 1500), CAST(ARRAY() AS ARRAY<BIGINT>)))) AS DL FROM item AS item WHERE item.i_id IN (SELECT sales.i_id AS i_id FROM sales AS sales WHERE sales.s_id = 1 AND sales.num > 1500)
+SELECT item.i_name AS i_name, CONCAT(ARRAY(item._dl_id), SORT_ARRAY((SELECT COLLECT_LIST(sales._dl_id) AS __dl FROM sales AS sales WHERE sales.s_id = 1 AND sales.num > 1500))) AS DL FROM item AS item WHERE item.i_id IN (SELECT sales.i_id AS i_id FROM sales AS sales WHERE sales.s_id = 1 AND sales.num > 1500)
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from sqlglot import exp
 
 from dltrace.rewriter.aggregate import is_aggregate
 from dltrace.rewriter.context import OUTPUT, PROJECTED, RewriteContext, get_lineage, unsupported
-from dltrace.rewriter.representation import SET
+from dltrace.rewriter.representation import SET, call, empty_id_array
 from dltrace.rewriter.terms import Term, tables_of
 
 SKIP = "dl_skip"  # an original subquery: never rewritten
@@ -128,6 +128,7 @@ def placeholders(select: exp.Select, clauses: tuple[str, ...]) -> list[exp.Expre
 def lineage_term(placeholder: exp.Expression, context: RewriteContext) -> Term | None:
     """Turn a rewritten lineage copy into the DLUNION of its rows, as a scalar subquery term
     (None when no table in it contributes ids, e.g. under impact re-evaluation)."""
+    outer_select = placeholder.parent
     placeholder.pop()
     query = placeholder.this.this
     if not get_lineage(query, OUTPUT):
@@ -142,6 +143,10 @@ def lineage_term(placeholder: exp.Expression, context: RewriteContext) -> Term |
         query.set("expressions", [exp.alias_(value, "__dl")])
         query.set("order", None)
         scalar = query
+        if correlated:
+            reduce_to_outer_rows(query, outer_select, context.table_rows or {})
+        if correlated and (split := split_inequality(query)) is not None:
+            return Term(split, SET.set_kind, tables_of(terms), nullable=True)
     else:
         if correlated:
             raise unsupported(query, "a correlated subquery with GROUP BY, LIMIT or a set operation")
@@ -149,7 +154,110 @@ def lineage_term(placeholder: exp.Expression, context: RewriteContext) -> Term |
         inner = tuple(representation.aggregate(t.at(exp.column(t.sql.name, table="__dlq"))) for t in terms)
         scalar = exp.select(exp.alias_(representation.as_set(inner), "__dl")).from_(exp.Subquery(this=query, alias=exp.TableAlias(this=exp.to_identifier("__dlq"))))
         terms = inner
-    return Term(exp.Subquery(this=scalar), SET.set_kind, tables_of(terms), nullable=True, shared=not correlated)
+    # an uncorrelated copy is a global aggregate: exactly one row, never NULL
+    return Term(exp.Subquery(this=scalar), SET.set_kind, tables_of(terms), nullable=correlated, shared=not correlated)
+
+
+KEYS_ALIAS = "__dlkeys"
+
+
+def reduce_to_outer_rows(scalar: exp.Select, outer_select: exp.Select, table_rows: dict[str, int]) -> None:
+    """Restrict a copy correlated by ``inner = outer`` equalities on one outer table to the
+    keys of that table's rows that pass the outer WHERE's own filters on it.
+
+    The copy's value is needed only for outer rows that survive WHERE, and their keys pass
+    this semi-join; Spark then aggregates the inner rows of those keys only, not of every key
+    (TPC-H Q4: the lineitems of one quarter's orders instead of all 6M; magic sets do the
+    same).  Only a smaller outer table is worth it (the keys are read from it), and copies
+    of any other shape are left as they are.
+    """
+    where, outer_where = scalar.args.get("where"), outer_select.args.get("where")
+    if where is None or outer_where is None:
+        return
+    defined = {t.alias_or_name for t in scalar.find_all(exp.Table)}
+    conjuncts = list(where.this.flatten()) if isinstance(where.this, exp.And) else [where.this]
+    pairs = [pair for c in conjuncts if isinstance(c, exp.EQ) and (pair := _inner_outer(c, defined))]
+    aliases = {outer.table for _, outer in pairs}
+    if len(aliases) != 1:
+        return
+    alias = aliases.pop()
+    sources = [p.this for p in [outer_select.args.get("from_"), *(outer_select.args.get("joins") or [])] if p is not None]
+    table = next((t for t in sources if isinstance(t, exp.Table) and t.alias_or_name == alias), None)
+    outer_conjuncts = list(outer_where.this.flatten()) if isinstance(outer_where.this, exp.And) else [outer_where.this]
+    filters = [c for c in outer_conjuncts if _filters_only(c, alias)]
+    inner_rows = max((table_rows.get(t.name.lower(), 0) for t in scalar.find_all(exp.Table)), default=0)
+    if table is None or not filters or table_rows.get(table.name.lower(), 0) >= inner_rows:
+        return
+
+    def renamed(node: exp.Expression) -> exp.Expression:
+        node = node.copy()
+        for column in node.find_all(exp.Column):
+            if column.table == alias:
+                column.set("table", exp.to_identifier(KEYS_ALIAS))
+        return node
+
+    keys = exp.select(*(renamed(outer) for _, outer in pairs)).from_(exp.Table(this=table.this.copy(), alias=exp.TableAlias(this=exp.to_identifier(KEYS_ALIAS))))
+    keys.where(exp.and_(*(renamed(f) for f in filters)), copy=False)
+    inner = pairs[0][0].copy() if len(pairs) == 1 else exp.Tuple(expressions=[i.copy() for i, _ in pairs])
+    scalar.set("where", exp.Where(this=exp.and_(where.this, exp.In(this=inner, query=exp.Subquery(this=keys)))))
+
+
+def _filters_only(condition: exp.Expression, alias: str) -> bool:
+    """True when ``condition`` reads columns of ``alias`` and nothing else of the outer
+    query; subqueries in it must not be correlated to ``alias`` (recomputing them for the
+    keys would cost what the reduction saves)."""
+    local = {t.alias_or_name for t in condition.find_all(exp.Table)}
+    own = [c for c in condition.find_all(exp.Column) if c.table == alias]
+    nested = [c for q in condition.find_all(exp.Select) for c in q.find_all(exp.Column) if c.table == alias]
+    return bool(own) and not nested and all(c.table == alias or c.table in local for c in condition.find_all(exp.Column))
+
+
+def split_inequality(scalar: exp.Select) -> exp.Expression | None:
+    """A copy correlated through one ``inner <> outer`` as the difference of two copies
+    correlated by equalities only (None when the copy is not of that shape).
+
+    Spark decorrelates a non-equality correlation with a domain join: the distinct outer
+    values crossed with the whole inner input (TPC-H Q21: every lineitem row times each
+    supplier key, billions of pairs).  For a non-NULL outer value ``o``, the rows with
+    ``r.c <> o`` are those with ``r.c IS NOT NULL`` minus those with ``r.c = o``; for a NULL
+    one there are none.  Both sides decorrelate into an aggregate joined back by key.
+    """
+    where = scalar.args.get("where")
+    if where is None:
+        return None
+    conjuncts = list(where.this.flatten()) if isinstance(where.this, exp.And) else [where.this]
+    defined = {t.alias_or_name for t in scalar.find_all(exp.Table)}
+    pairs = {id(c): _inner_outer(c, defined) for c in conjuncts}
+    inequalities = [c for c in conjuncts if isinstance(c, exp.NEQ) and pairs[id(c)]]
+    if len(inequalities) != 1:
+        return None
+    for conjunct in conjuncts:
+        outer_columns = [c for c in conjunct.find_all(exp.Column) if c.table and c.table not in defined]
+        if outer_columns and conjunct is not inequalities[0] and not (isinstance(conjunct, exp.EQ) and pairs[id(conjunct)]):
+            return None
+    inner, outer = pairs[id(inequalities[0])]
+
+    def replacing_inequality(condition: exp.Expression) -> exp.Select:
+        variant = scalar.copy()
+        variant.set("where", exp.Where(this=exp.and_(*(condition if c is inequalities[0] else c.copy() for c in conjuncts))))
+        return variant
+
+    non_null = replacing_inequality(exp.Not(this=exp.Is(this=inner.copy(), expression=exp.Null())))
+    equal = replacing_inequality(exp.EQ(this=inner.copy(), expression=outer.copy()))
+    difference = call("array_except", exp.Subquery(this=non_null), exp.Subquery(this=equal))
+    return exp.Case(ifs=[exp.If(this=exp.Is(this=outer.copy(), expression=exp.Null()), true=empty_id_array())], default=difference)
+
+
+def _inner_outer(condition: exp.Expression, defined: set[str]) -> tuple[exp.Column, exp.Column] | None:
+    """``(inner column, outer column)`` of a comparison between one of each, else None."""
+    if not isinstance(condition, (exp.EQ, exp.NEQ)):
+        return None
+    sides = [condition.this, condition.expression]
+    if not all(isinstance(side, exp.Column) and side.table for side in sides):
+        return None
+    inner = [side for side in sides if side.table in defined]
+    outer = [side for side in sides if side.table not in defined]
+    return (inner[0], outer[0]) if len(inner) == 1 and len(outer) == 1 else None
 
 
 def is_correlated(query: exp.Expression) -> bool:

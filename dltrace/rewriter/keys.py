@@ -1,0 +1,66 @@
+"""Which sources of a SELECT never repeat a row: the key analysis behind ``collect_list``.
+
+A row of source T appears at most once in ``FROM ... WHERE`` when, given T's row, every
+other source is pinned to at most one row by equalities covering one of its declared
+keys (TPC-H's lineitem joined to orders on ``o_orderkey``, orders to customer on
+``c_custkey``).  T's ids are then distinct among the SELECT's rows, and DLUNION may
+collect them as a list instead of building a hash set per group.
+
+>>> from sqlglot import parse_one
+>>> select = parse_one("SELECT 1 FROM lineitem l, orders o, customer c "
+...                    "WHERE o.o_orderkey = l.l_orderkey AND c.c_custkey = o.o_custkey")
+>>> sorted(single_row_sources(select, {"orders": ["o_orderkey"], "customer": ["c_custkey"]}))
+['l']
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+
+def single_row_sources(select: exp.Select, table_keys: dict[str, list[str]]) -> set[str]:
+    """Aliases of ``select``'s FROM/JOIN sources whose rows each appear at most once in
+    its rows (before grouping)."""
+    parts = [select.args.get("from_"), *(select.args.get("joins") or [])]
+    sources = {p.this.alias_or_name: p.this for p in parts if p is not None}
+    keys = {
+        alias: [{c.lower() for c in key}] if (key := table_keys.get(source.name.lower())) else []
+        for alias, source in sources.items()
+        if isinstance(source, exp.Table)
+    }
+    bindings = _equalities(select)
+    return {alias for alias in sources if _pins_all(alias, sources, keys, bindings)}
+
+
+def _equalities(select: exp.Select) -> list[tuple[exp.Column, exp.Column | None]]:
+    """``column = column`` and ``column = constant`` conjuncts of WHERE and ON (the constant
+    side as None)."""
+    conditions = [select.args.get("where")] + [j.args.get("on") for j in select.args.get("joins") or []]
+    found: list[tuple[exp.Column, exp.Column | None]] = []
+    for condition in filter(None, conditions):
+        condition = condition.this if isinstance(condition, exp.Where) else condition
+        for conjunct in condition.flatten() if isinstance(condition, exp.And) else [condition]:
+            if not isinstance(conjunct, exp.EQ):
+                continue
+            left, right = conjunct.this, conjunct.expression
+            for one, other in ((left, right), (right, left)):
+                if isinstance(one, exp.Column) and one.table:
+                    if isinstance(other, exp.Column) and other.table:
+                        found.append((one, other))
+                    elif not any(True for _ in other.find_all(exp.Column, exp.Subquery)):
+                        found.append((one, None))
+    return found
+
+
+def _pins_all(start: str, sources: dict, keys: dict[str, list[set[str]]], bindings) -> bool:
+    """True when, from one row of ``start``, key equalities pin every other source."""
+    known = {start}
+    changed = True
+    while changed:
+        changed = False
+        for alias in sources.keys() - known:
+            bound = {c.name.lower() for c, other in bindings if c.table == alias and (other is None or other.table in known)}
+            if any(key <= bound for key in keys.get(alias, [])):
+                known.add(alias)
+                changed = True
+    return known == sources.keys()
