@@ -13,7 +13,7 @@ copy; scalar subqueries in the SELECT list compute output values and always do.
 
 >>> from dltrace.rewriter import rewrite_sql, PAPER_SCHEMA
 >>> print(rewrite_sql("SELECT i_name FROM item WHERE i_id IN (SELECT i_id FROM sales WHERE s_id = 1 AND num > 1500)", PAPER_SCHEMA))
-SELECT item.i_name AS i_name, CONCAT(ARRAY(item._dl_id), SORT_ARRAY((SELECT COLLECT_LIST(sales._dl_id) AS __dl FROM sales AS sales WHERE sales.s_id = 1 AND sales.num > 1500))) AS DL FROM item AS item WHERE item.i_id IN (SELECT sales.i_id AS i_id FROM sales AS sales WHERE sales.s_id = 1 AND sales.num > 1500)
+SELECT item.i_name AS i_name, CONCAT(ARRAY(item._dl_id), SORT_ARRAY((SELECT SORT_ARRAY(COLLECT_LIST(sales._dl_id)) AS __dl FROM sales AS sales WHERE sales.s_id = 1 AND sales.num > 1500))) AS DL FROM item AS item WHERE item.i_id IN (SELECT sales.i_id AS i_id FROM sales AS sales WHERE sales.s_id = 1 AND sales.num > 1500)
 """
 
 from __future__ import annotations
@@ -140,6 +140,8 @@ def lineage_term(placeholder: exp.Expression, context: RewriteContext) -> Term |
         if not is_aggregate(query):
             terms = tuple(representation.aggregate(t) for t in terms)
         value = representation.as_set(terms)
+        if not correlated:  # sorted once here, so every row's sort of a union with it is nearly free
+            value = call("sort_array", value)
         query.set("expressions", [exp.alias_(value, "__dl")])
         query.set("order", None)
         scalar = query
@@ -152,7 +154,7 @@ def lineage_term(placeholder: exp.Expression, context: RewriteContext) -> Term |
             raise unsupported(query, "a correlated subquery with GROUP BY, LIMIT or a set operation")
         terms = get_lineage(query, OUTPUT)
         inner = tuple(representation.aggregate(t.at(exp.column(t.sql.name, table="__dlq"))) for t in terms)
-        scalar = exp.select(exp.alias_(representation.as_set(inner), "__dl")).from_(exp.Subquery(this=query, alias=exp.TableAlias(this=exp.to_identifier("__dlq"))))
+        scalar = exp.select(exp.alias_(call("sort_array", representation.as_set(inner)), "__dl")).from_(exp.Subquery(this=query, alias=exp.TableAlias(this=exp.to_identifier("__dlq"))))
         terms = inner
     # an uncorrelated copy is a global aggregate: exactly one row, never NULL
     return Term(exp.Subquery(this=scalar), SET.set_kind, tables_of(terms), nullable=correlated, shared=not correlated)
@@ -258,6 +260,17 @@ def _inner_outer(condition: exp.Expression, defined: set[str]) -> tuple[exp.Colu
     inner = [side for side in sides if side.table in defined]
     outer = [side for side in sides if side.table not in defined]
     return (inner[0], outer[0]) if len(inner) == 1 and len(outer) == 1 else None
+
+
+def reads_same_rows(copy: exp.Select, select: exp.Select) -> bool:
+    """True when the uncorrelated lineage copy reads exactly the rows ``select`` reads (the
+    same FROM, joins and WHERE, as in TPC-H Q11's HAVING): then every id of ``select``'s
+    groups is also in the copy's lineage, which alone is each group's union with it."""
+    def rows_of(query: exp.Select) -> list[str | None]:
+        parts = [query.args.get("from_"), *(query.args.get("joins") or []), query.args.get("where")]
+        return [part.sql(dialect="spark") if part is not None else None for part in parts]
+
+    return isinstance(copy, exp.Select) and not is_correlated(copy) and rows_of(copy) == rows_of(select)
 
 
 def is_correlated(query: exp.Expression) -> bool:
