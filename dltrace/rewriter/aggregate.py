@@ -12,10 +12,13 @@ SELECT sales.s_id AS s_id, SUM(sales.num) AS n, SORT_ARRAY(COLLECT_LIST(sales._d
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
 
 from dltrace.rewriter.context import ROWS, RewriteContext, get_lineage, set_lineage
+from dltrace.rewriter.terms import Kind, Term
 
 
 def is_aggregate(select: exp.Select) -> bool:
@@ -36,8 +39,35 @@ def aggregate(select: exp.Select, scope: Scope, context: RewriteContext) -> exp.
     if is_aggregate(select):
         rows = get_lineage(select, ROWS)
         size = expected_group_lineage(select, context)
-        set_lineage(select, ROWS, [context.representation.aggregate(term, group_size=size) for term in rows])
+        by_key = grouped_by_key(select, context.table_keys or {})
+        set_lineage(select, ROWS, [
+            replace(aggregated, unique=True) if reads_alias(term) in by_key and context.ids_ordered_by_table else aggregated
+            for term in rows
+            for aggregated in [context.representation.aggregate(term, group_size=size)]
+        ])
     return select
+
+
+def reads_alias(term: Term) -> str | None:
+    """The table alias whose ``_dl_id`` column an ID term reads, if it is one."""
+    return term.sql.table if term.kind is Kind.ID and isinstance(term.sql, exp.Column) else None
+
+
+def grouped_by_key(select: exp.Select, table_keys: dict[str, list[str]]) -> frozenset[str]:
+    """Aliases of tables read once in FROM whose declared key is among the GROUP BY
+    columns: each of their rows falls into one group only, so no two groups share its id."""
+    group = select.args.get("group")
+    if group is None:
+        return frozenset()
+    parts = [select.args.get("from_"), *(select.args.get("joins") or [])]
+    tables = [p.this for p in parts if p is not None and isinstance(p.this, exp.Table)]
+    names = [t.name.lower() for t in tables]
+    grouped = {(c.table, c.name.lower()) for c in group.find_all(exp.Column)}
+    return frozenset(
+        table.alias_or_name for table, name in zip(tables, names)
+        if names.count(name) == 1 and (key := table_keys.get(name))
+        and all((table.alias_or_name, k.lower()) in grouped for k in key)
+    )
 
 
 def expected_group_lineage(select: exp.Select, context: RewriteContext) -> float | None:

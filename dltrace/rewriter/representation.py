@@ -97,10 +97,13 @@ class SetRepresentation:
     def aggregate(self, term: Term, partition_by: list[exp.Expression] | None = None, group_size: float | None = None) -> Term:
         if term.shared:
             return aggregate_shared(term, partition_by)
+        # groups split the rows: ids that no two rows share, no two groups share (not so for
+        # window partitions, whose rows all carry their partition's set)
+        disjoint = term.unique and partition_by is None
         if term.kind is Kind.ID:
-            return Term(over(call(collect_ids(term), term.sql), partition_by), Kind.IDS, term.tables)
+            return Term(over(call(collect_ids(term), term.sql), partition_by), Kind.IDS, term.tables, unique=disjoint)
         flat = call("flatten", over(call("collect_list", as_id_array(term)), partition_by))
-        return Term(call("array_distinct", flat), Kind.IDS, term.tables)
+        return Term(flat if term.unique else call("array_distinct", flat), Kind.IDS, term.tables, unique=disjoint)
 
     def _group(self, terms: Sequence[Term], sort: bool) -> exp.Expression:
         """The union of terms over overlapping tables (deduplicated)."""

@@ -37,7 +37,8 @@ class Term:
     tables: frozenset[str]
     nullable: bool = False
     shared: bool = False  # the same value on every row (an uncorrelated subquery's lineage)
-    unique: bool = False  # an ID no other row of its scope carries: DLUNION needs no deduplication
+    # no id of this term is carried by two rows of its scope: DLUNION needs no deduplication
+    unique: bool = False
 
     def at(self, sql: exp.Expression) -> Term:
         """The same lineage, read from another expression (e.g. a column of a subquery)."""
