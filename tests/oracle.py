@@ -13,6 +13,7 @@ each occurrence in the original query is restricted to the ids tagged with its n
 from __future__ import annotations
 
 import datetime as dt
+from collections import Counter
 import decimal
 import math
 
@@ -124,3 +125,11 @@ def check_minimality(oracle: DuckOracle, query: str, rows: list, most: int = 4) 
             rest = [i for i in row["DL"] if i != dropped]
             again = oracle.run(query, rest)
             assert not any(same_row(r, values) for r in again), f"minimality: {values} survives without id {dropped}"
+
+
+def lineage_bag(rows, strip: bool = False) -> Counter:
+    """(values, DL) pairs as a bag; DL untagged when ``strip``."""
+    return Counter(
+        (tuple(str(v) for k, v in r.asDict().items() if k != "DL"), untagged(r.DL) if strip else frozenset(r.DL))
+        for r in rows
+    )

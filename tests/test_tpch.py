@@ -9,25 +9,15 @@
 
 from __future__ import annotations
 
-from collections import Counter
-
 import pytest
 
-from tests.oracle import DuckOracle, check_completeness, check_minimality, untagged
+from tests.oracle import DuckOracle, check_completeness, check_minimality, lineage_bag
 from tpch.queries import SPJ, TPCH, load
 
 
 @pytest.fixture(scope="module")
 def oracle(tpch) -> DuckOracle:
     return DuckOracle(tpch)
-
-
-def lineage_bag(rows, strip: bool = False) -> Counter:
-    """(values, DL) pairs as a bag; DL untagged when ``strip``."""
-    return Counter(
-        (tuple(str(v) for k, v in r.asDict().items() if k != "DL"), untagged(r.DL) if strip else frozenset(r.DL))
-        for r in rows
-    )
 
 
 @pytest.mark.parametrize("name", TPCH + SPJ)

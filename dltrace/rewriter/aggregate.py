@@ -17,8 +17,9 @@ from dataclasses import replace
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
 
+from dltrace.rewriter.clauses import sources
 from dltrace.rewriter.context import ROWS, RewriteContext, get_lineage, set_lineage
-from dltrace.rewriter.terms import Kind, Term
+from dltrace.rewriter.terms import Kind
 
 
 def is_aggregate(select: exp.Select) -> bool:
@@ -41,16 +42,11 @@ def aggregate(select: exp.Select, scope: Scope, context: RewriteContext) -> exp.
         size = expected_group_lineage(select, context)
         by_key = grouped_by_key(select, context.table_keys or {})
         set_lineage(select, ROWS, [
-            replace(aggregated, unique=True) if reads_alias(term) in by_key and context.ids_ordered_by_table else aggregated
+            replace(aggregated, unique=True) if term.kind is Kind.ID and term.source in by_key and context.ids_ordered_by_table else aggregated
             for term in rows
             for aggregated in [context.representation.aggregate(term, group_size=size)]
         ])
     return select
-
-
-def reads_alias(term: Term) -> str | None:
-    """The table alias whose ``_dl_id`` column an ID term reads, if it is one."""
-    return term.sql.table if term.kind is Kind.ID and isinstance(term.sql, exp.Column) else None
 
 
 def grouped_by_key(select: exp.Select, table_keys: dict[str, list[str]]) -> frozenset[str]:
@@ -59,8 +55,7 @@ def grouped_by_key(select: exp.Select, table_keys: dict[str, list[str]]) -> froz
     group = select.args.get("group")
     if group is None:
         return frozenset()
-    parts = [select.args.get("from_"), *(select.args.get("joins") or [])]
-    tables = [p.this for p in parts if p is not None and isinstance(p.this, exp.Table)]
+    tables = [source for source in sources(select) if isinstance(source, exp.Table)]
     names = [t.name.lower() for t in tables]
     grouped = {(c.table, c.name.lower()) for c in group.find_all(exp.Column)}
     return frozenset(
@@ -79,8 +74,8 @@ def expected_group_lineage(select: exp.Select, context: RewriteContext) -> float
     """
     if not context.table_rows:
         return None
-    sources = [t for part in [select.args.get("from_"), *(select.args.get("joins") or [])] if part for t in part.find_all(exp.Table)]
-    rows = {t.name.lower(): context.table_rows.get(t.name.lower(), 0) for t in sources}
+    tables = [t for source in sources(select) for t in source.find_all(exp.Table)]
+    rows = {t.name.lower(): context.table_rows.get(t.name.lower(), 0) for t in tables}
     read = max(rows.values(), default=0)
     if not read:
         return None

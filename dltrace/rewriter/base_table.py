@@ -57,4 +57,5 @@ def base_table(table: exp.Table, scope: Scope, context: RewriteContext) -> tuple
         return ()
     dl_id, nullable = source
     # row ids (not granule ids, which many rows share) identify the row they come from
-    return (Term(dl_id, Kind.ID, frozenset({table.name.lower()}), nullable=nullable, unique=context.ids_ordered_by_table),)
+    return (Term(dl_id, Kind.ID, frozenset({table.name.lower()}), nullable=nullable, unique=context.ids_ordered_by_table,
+                 source=table.alias_or_name),)

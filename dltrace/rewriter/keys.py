@@ -17,19 +17,20 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from dltrace.rewriter.clauses import conjuncts, sources
+
 
 def single_row_sources(select: exp.Select, table_keys: dict[str, list[str]]) -> set[str]:
     """Aliases of ``select``'s FROM/JOIN sources whose rows each appear at most once in
     its rows (before grouping)."""
-    parts = [select.args.get("from_"), *(select.args.get("joins") or [])]
-    sources = {p.this.alias_or_name: p.this for p in parts if p is not None}
+    by_alias = {source.alias_or_name: source for source in sources(select)}
     keys = {
         alias: [{c.lower() for c in key}] if (key := table_keys.get(source.name.lower())) else []
-        for alias, source in sources.items()
+        for alias, source in by_alias.items()
         if isinstance(source, exp.Table)
     }
     bindings = _equalities(select)
-    return {alias for alias in sources if _pins_all(alias, sources, keys, bindings)}
+    return {alias for alias in by_alias if _pins_all(alias, by_alias, keys, bindings)}
 
 
 def _equalities(select: exp.Select) -> list[tuple[exp.Column, exp.Column | None]]:
@@ -37,9 +38,8 @@ def _equalities(select: exp.Select) -> list[tuple[exp.Column, exp.Column | None]
     side as None)."""
     conditions = [select.args.get("where")] + [j.args.get("on") for j in select.args.get("joins") or []]
     found: list[tuple[exp.Column, exp.Column | None]] = []
-    for condition in filter(None, conditions):
-        condition = condition.this if isinstance(condition, exp.Where) else condition
-        for conjunct in condition.flatten() if isinstance(condition, exp.And) else [condition]:
+    for condition in conditions:
+        for conjunct in conjuncts(condition):
             if not isinstance(conjunct, exp.EQ):
                 continue
             left, right = conjunct.this, conjunct.expression

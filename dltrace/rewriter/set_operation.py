@@ -15,7 +15,7 @@ from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
 
 from dltrace.rewriter.context import OUTPUT, PROJECTED, RewriteContext, get_lineage, set_lineage, unsupported
-from dltrace.rewriter.terms import Kind, Lineage, Term, is_lineage_column, lineage_column, tables_of
+from dltrace.rewriter.terms import Lineage, Term, is_lineage_column, lineage_column, tables_of
 
 
 def union_all(union: exp.Union, scope: Scope, context: RewriteContext) -> exp.Union:

@@ -23,6 +23,7 @@ from typing import Iterator
 from sqlglot import exp
 
 from dltrace.rewriter.aggregate import is_aggregate
+from dltrace.rewriter.clauses import conjuncts, defined_names, sources
 from dltrace.rewriter.context import OUTPUT, PROJECTED, RewriteContext, get_lineage, unsupported
 from dltrace.rewriter.representation import SET, call, empty_id_array
 from dltrace.rewriter.terms import Term, tables_of
@@ -44,17 +45,18 @@ def subquery_copies(expression: exp.Expression, context: RewriteContext) -> exp.
 
 def in_lineage_copy(node: exp.Expression) -> bool:
     """True inside a lineage copy, whose sets are always native (see ``lineage_term``)."""
-    while node is not None:
-        if node.meta.get(CLAUSE):
-            return True
-        node = node.parent
-    return False
+    return _marked(node, CLAUSE)
 
 
 def is_skipped(node: exp.Expression) -> bool:
     """True inside an original subquery, which keeps its plain SQL."""
+    return _marked(node, SKIP)
+
+
+def _marked(node: exp.Expression | None, key: str) -> bool:
+    """True when ``node`` or one of its ancestors carries ``key`` in its meta."""
     while node is not None:
-        if node.meta.get(SKIP):
+        if node.meta.get(key):
             return True
         node = node.parent
     return False
@@ -200,17 +202,14 @@ def reduce_to_outer_rows(scalar: exp.Select, outer_select: exp.Select, table_row
     where, outer_where = scalar.args.get("where"), outer_select.args.get("where")
     if where is None or outer_where is None:
         return
-    defined = {t.alias_or_name for t in scalar.find_all(exp.Table)}
-    conjuncts = list(where.this.flatten()) if isinstance(where.this, exp.And) else [where.this]
-    pairs = [pair for c in conjuncts if isinstance(c, exp.EQ) and (pair := _inner_outer(c, defined))]
+    defined = defined_names(scalar)
+    pairs = [pair for c in conjuncts(where) if isinstance(c, exp.EQ) and (pair := _inner_outer(c, defined))]
     aliases = {outer.table for _, outer in pairs}
     if len(aliases) != 1:
         return
     alias = aliases.pop()
-    sources = [p.this for p in [outer_select.args.get("from_"), *(outer_select.args.get("joins") or [])] if p is not None]
-    table = next((t for t in sources if isinstance(t, exp.Table) and t.alias_or_name == alias), None)
-    outer_conjuncts = list(outer_where.this.flatten()) if isinstance(outer_where.this, exp.And) else [outer_where.this]
-    filters = [c for c in outer_conjuncts if _filters_only(c, alias)]
+    table = next((t for t in sources(outer_select) if isinstance(t, exp.Table) and t.alias_or_name == alias), None)
+    filters = [c for c in conjuncts(outer_where) if _filters_only(c, alias)]
     inner_rows = max((table_rows.get(t.name.lower(), 0) for t in scalar.find_all(exp.Table)), default=0)
     if table is None or not filters or table_rows.get(table.name.lower(), 0) >= inner_rows:
         return
@@ -232,7 +231,7 @@ def _filters_only(condition: exp.Expression, alias: str) -> bool:
     """True when ``condition`` reads columns of ``alias`` and nothing else of the outer
     query; subqueries in it must not be correlated to ``alias`` (recomputing them for the
     keys would cost what the reduction saves)."""
-    local = {t.alias_or_name for t in condition.find_all(exp.Table)}
+    local = defined_names(condition)
     own = [c for c in condition.find_all(exp.Column) if c.table == alias]
     nested = [c for q in condition.find_all(exp.Select) for c in q.find_all(exp.Column) if c.table == alias]
     return bool(own) and not nested and all(c.table == alias or c.table in local for c in condition.find_all(exp.Column))
@@ -251,13 +250,13 @@ def split_inequality(scalar: exp.Select) -> exp.Expression | None:
     where = scalar.args.get("where")
     if where is None:
         return None
-    conjuncts = list(where.this.flatten()) if isinstance(where.this, exp.And) else [where.this]
-    defined = {t.alias_or_name for t in scalar.find_all(exp.Table)}
-    pairs = {id(c): _inner_outer(c, defined) for c in conjuncts}
-    inequalities = [c for c in conjuncts if isinstance(c, exp.NEQ) and pairs[id(c)]]
+    parts = conjuncts(where)
+    defined = defined_names(scalar)
+    pairs = {id(c): _inner_outer(c, defined) for c in parts}
+    inequalities = [c for c in parts if isinstance(c, exp.NEQ) and pairs[id(c)]]
     if len(inequalities) != 1:
         return None
-    for conjunct in conjuncts:
+    for conjunct in parts:
         outer_columns = [c for c in conjunct.find_all(exp.Column) if c.table and c.table not in defined]
         if outer_columns and conjunct is not inequalities[0] and not (isinstance(conjunct, exp.EQ) and pairs[id(conjunct)]):
             return None
@@ -265,7 +264,7 @@ def split_inequality(scalar: exp.Select) -> exp.Expression | None:
 
     def replacing_inequality(condition: exp.Expression) -> exp.Select:
         variant = scalar.copy()
-        variant.set("where", exp.Where(this=exp.and_(*(condition if c is inequalities[0] else c.copy() for c in conjuncts))))
+        variant.set("where", exp.Where(this=exp.and_(*(condition if c is inequalities[0] else c.copy() for c in parts))))
         return variant
 
     non_null = replacing_inequality(exp.Not(this=exp.Is(this=inner.copy(), expression=exp.Null())))
@@ -299,7 +298,5 @@ def reads_same_rows(copy: exp.Select, select: exp.Select) -> bool:
 
 def is_correlated(query: exp.Expression) -> bool:
     """True when ``query`` reads a column of a table it does not itself define."""
-    defined = {t.alias_or_name for t in query.find_all(exp.Table)} | {
-        s.alias_or_name for s in query.find_all(exp.Subquery) if s.alias_or_name
-    } | {cte.alias_or_name for cte in query.find_all(exp.CTE)}
+    defined = defined_names(query)
     return any(c.table and c.table not in defined for c in query.find_all(exp.Column))

@@ -39,10 +39,12 @@ class Term:
     shared: bool = False  # the same value on every row (an uncorrelated subquery's lineage)
     # no id of this term is carried by two rows of its scope: DLUNION needs no deduplication
     unique: bool = False
+    source: str | None = None  # the FROM alias of the table whose rows the ids come from
 
     def at(self, sql: exp.Expression) -> Term:
-        """The same lineage, read from another expression (e.g. a column of a subquery)."""
-        return replace(self, sql=sql)
+        """The same lineage, read from another expression (e.g. a column of a subquery),
+        which is no longer a table's own column."""
+        return replace(self, sql=sql, source=None)
 
 
 Lineage = tuple[Term, ...]
