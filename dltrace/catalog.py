@@ -26,7 +26,7 @@ from functools import reduce
 from pathlib import Path
 
 from dltrace.errors import BadInput, CatalogError, UnknownTable
-from dltrace.ids import MAX_TABLE_CODE, ROW_BITS, split_id
+from dltrace.ids import MAX_TABLE_CODE, make_id, split_id
 
 FORMAT = 1
 ID_COLUMN = "_dl_id"
@@ -243,7 +243,7 @@ def register(
     staged = _in_source_order(frame, F)
     matched = _match_previous(catalog, previous, staged, key, schema, F) if previous else None
     fresh = staged if matched is None else matched.where(F.col("__old").isNull()).drop("__old")
-    first_new_id = (code << ROW_BITS) + first_new_row
+    first_new_id = make_id(code, first_new_row)
     table, cached = with_positions(
         fresh.orderBy(*[F.col(c).asc_nulls_first() for c in order_by or []], "__file", "__pos").drop("__file", "__pos"),
         ID_COLUMN,

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from dltrace.errors import BadInput, DltraceError
+from dltrace.ids import make_id
 from dltrace.rewriter.representation import REPRESENTATIONS
 from dltrace.formatting import DL_VALUES, TABLE_DEFAULT_LIMIT, row_dicts, write_csv, write_json, write_table
 from dltrace.granularity import GranuleDecoder, split_lineage_on
@@ -111,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
     session = LineageSession(args.catalog, master=args.master)
     if args.command == "register":
         entry = session.register(args.name, args.path, columns_list(args.key), columns_list(args.order_by), args.format)
-        print(f"registered {args.name}: {entry.rows} rows, code {entry.code}, ids {entry.code << 48}..{(entry.code << 48) + entry.next_row - 1}")
+        print(f"registered {args.name}: {entry.rows} rows, code {entry.code}, ids {make_id(entry.code, 0)}..{make_id(entry.code, entry.next_row - 1)}")
         if entry.changes:
             print(f"data version v{entry.version}: {entry.changes['unchanged']} rows unchanged (same ids), "
                   f"{entry.changes['new']} new or changed (new ids), {entry.changes['removed']} gone")

@@ -6,12 +6,12 @@ import os
 import weakref
 from pathlib import Path
 
-from sqlglot import exp
 
 from dltrace import granularity, rewriter
 from dltrace.rewriter.base_table import tagged_row_ids
 from dltrace.catalog import Catalog, TableEntry, register
 from dltrace.errors import BadInput, DltraceError
+from dltrace.results import read_parquet, tables_read
 from dltrace.spark import get_spark
 
 DEFAULT_CATALOG = ".dltrace"
@@ -67,10 +67,11 @@ class LineageSession:
         Views belong to the Spark session, which several LineageSessions (catalogs) may share:
         what each view reads is tracked per Spark session, by absolute path.
         """
-        for name in self.catalog.tables:
+        for name, entry in self.catalog.tables.items():
             path = str(self.catalog.data_path(name))
             if _VIEW_PATHS.get((id(self.spark), name)) != path:
-                self.spark.read.parquet(path).createOrReplaceTempView(name)
+                # the recorded schema spares Spark a job per table to infer it from footers
+                read_parquet(self.spark, path, entry.version_schema(None)).createOrReplaceTempView(name)
                 _VIEW_PATHS[(id(self.spark), name)] = path
 
     def rewrite(
@@ -151,9 +152,8 @@ class LineageSession:
             raise BadInput("spark-sql scripts use --repr set (the roBDD functions live in Python)")
         query, lineage_on = granularity.split_lineage_on(query, lineage_on)
         text = self.rewrite(query, semantics, repr, lineage_on=lineage_on)
-        used = {t.name.lower() for t in rewriter.parse(query).find_all(exp.Table)}
         lines = ["-- dltrace: the catalog's tables as views (their Parquet carries _dl_id), then the query"]
-        for name in sorted(used & set(self.catalog.tables)):
+        for name in tables_read(query, self.catalog):
             path = str(self.catalog.data_path(name)).replace("`", "``")
             lines.append(f"CREATE OR REPLACE TEMPORARY VIEW {name} AS SELECT * FROM parquet.`{path}`;")
         lines.append(text + ";")

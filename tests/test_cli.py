@@ -12,7 +12,6 @@ from pathlib import Path
 import pyspark
 import pytest
 
-from dltrace.catalog import Catalog
 from dltrace.cli import main
 from dltrace.errors import JavaMissing
 from dltrace.spark import check_java

@@ -9,20 +9,16 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 from dltrace import LineageSession
 from dltrace.errors import DltraceError
+from tpch.harness import log
 
 
 def catalog_for(sf: float) -> Path:
     """One catalog per scale factor, next to the data, so re-runs reuse registrations."""
     return Path("data") / f"catalog-tpch-sf{sf:g}"
-
-
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -28,7 +28,8 @@ from typing import Callable
 
 from dltrace.errors import BadInput, DltraceError
 from tpch import baselines
-from tpch.harness import CannotRun, Figure, Mode, Panel, Runner, Target, best_of_target, faster_target, log, measure, ratio_target, write_report
+from tpch.harness import (CannotRun, Figure, Mode, Panel, Runner, Target, best_of_target, execute, faster_target, log, measure,
+                          ratio_target, write_report)
 
 MODES = ["original", "set", "bdd", "auto", "reverse-one", "reverse-all", "perm"]
 FORWARD = ["set", "bdd", "auto"]
@@ -49,11 +50,6 @@ DEFAULT_TIMEOUT = 900.0
 SCRATCH_VIEW = "dl_bench_view"
 PAPER_NOTE = ("Paper (PostgreSQL 7.4, SF1): SPJ with sets +1.7% on average, reverse-one +82%, reverse-all +325%; "
               "ASPJ with roBDDs +74% on average (+387% with Q11), reverse-all 19.44x the overhead of bdd.")
-
-
-def execute(frame) -> None:
-    """Run a DataFrame to completion without bringing a row to the driver."""
-    frame.write.format("noop").mode("overwrite").save()
 
 
 def spark_modes(session, names: list[str], scratch: Path) -> list[Mode]:

@@ -112,6 +112,11 @@ def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
+def execute(frame) -> None:
+    """Run a DataFrame to completion without bringing a row to the driver."""
+    frame.write.format("noop").mode("overwrite").save()
+
+
 def rotated(items: list[Mode], by: int) -> list[Mode]:
     """The modes starting at a different one in each repetition, so that none always runs first."""
     by %= len(items)
@@ -161,7 +166,7 @@ def measure(
                     latest_reference[query] = (repetition, seconds)
                 # against this repetition's reference, or a timed one before it (never a cold warm-up)
                 reference_repetition, reference = latest_reference.get(query, (0, 0.0))
-                comparable = reference and mode.name != REFERENCE and reference_repetition in (repetition, *range(1, repetition))
+                comparable = reference and mode.name != REFERENCE and (reference_repetition > 0 or repetition == 0)
                 ratio = f"  x{seconds / reference:.2f}" if comparable else ""
                 progress(f"{label:>9}  {query:<4} {mode.name:<12} {seconds:8.2f} s{ratio}  (load {measurement.load:.2f})")
     return results

@@ -35,18 +35,12 @@ from dltrace.catalog import ID_COLUMN
 from dltrace.errors import DltraceError
 from dltrace.ids import split_id
 from dltrace.impact.key_index import ensure_key_index
+from tpch.harness import execute, log
 
 RESULT = "impact_bench_q3"
 LARGE = "impact_bench_orders"
 LARGE_QUERY = "select l_orderkey, sum(l_quantity) as quantity from lineitem group by l_orderkey"
 
-
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-
-
-def run_into_noop(frame) -> None:
-    frame.write.format("noop").mode("overwrite").save()
 
 
 def bad_lineitem_source(session: LineageSession) -> str:
@@ -101,9 +95,9 @@ def main(argv: list[str] | None = None) -> int:
         log(f"bad row: {source}")
         affected = session.impact(source, result=RESULT).count()
         operations = {
-            "plain Q3": lambda: run_into_noop(session.sql(q3, lineage=False)),
-            "Q3 with lineage": lambda: run_into_noop(session.sql(q3)),
-            "impact reeval": lambda: run_into_noop(session.impact(source, query=q3, mode="reeval")),
+            "plain Q3": lambda: execute(session.sql(q3, lineage=False)),
+            "Q3 with lineage": lambda: execute(session.sql(q3)),
+            "impact reeval": lambda: execute(session.impact(source, query=q3, mode="reeval")),
             "impact stored, index": lambda: session.impact(source, result=RESULT).collect(),
             "impact stored, no index": lambda: session.impact(source, result=RESULT, use_index=False).collect(),
         }

@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
+from tpch.harness import execute, rotated
 
 TABLE8_QUERIES = ["q5", "q6", "q7", "q9", "q15"]
 LINEAGE_ON = "year(l_shipdate), weekofyear(l_shipdate), l_shipmode"
@@ -62,13 +63,12 @@ def measure(
     }
     progress(f"{name}: lineage sizes (also the warm-up)")
     sizes = {mode: session.run(SIZES.format(query=texts[mode])).first() for mode in ("tuple", "granular")}
-    run_to_sink(session, texts["plain"])
+    execute(session.run(texts["plain"]))
     times: dict[str, list[float]] = {mode: [] for mode in MODES}
     for round_number in range(repeats):
-        order = MODES[round_number % len(MODES) :] + MODES[: round_number % len(MODES)]
-        for mode in order:
+        for mode in rotated(list(MODES), round_number):
             started = time.perf_counter()
-            run_to_sink(session, texts[mode])
+            execute(session.run(texts[mode]))
             times[mode].append(time.perf_counter() - started)
         progress(f"{name}: round {round_number + 1}/{repeats}: " + ", ".join(f"{m} {times[m][-1]:.2f}s" for m in MODES))
     return Table8Row(
@@ -78,11 +78,6 @@ def measure(
         granular_total=int(sizes["granular"].total or 0),
         seconds={mode: statistics.median(values) for mode, values in times.items()},
     )
-
-
-def run_to_sink(session, spark_sql: str) -> None:
-    """Compute every row (DLs included) without collecting them."""
-    session.run(spark_sql).write.format("noop").mode("overwrite").save()
 
 
 def markdown(rows: list[Table8Row], sf: float, semantics: str, repeats: int) -> str:

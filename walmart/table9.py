@@ -11,7 +11,7 @@ from pathlib import Path
 
 from tpch.harness import log
 from tpch.table7 import Characteristics, characteristics
-from walmart.queries import QUERIES, load
+from walmart.queries import QUERIES
 
 # Table 9 of the paper: (cardinality, average lineage size, total lineage size, space in bytes)
 PAPER_TABLE9 = {

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import numpy as np
 
-# Refuse to materialize more ids than this (2**34 int64 = 128 GiB): such a set
-# can only come from a corrupt or adversarial encoding, never from real lineage.
 MAX_MATERIALIZED_IDS = 1 << 27  # 1 GiB of ids: more is a corrupt or foreign encoding, not lineage
 
 _ONE = np.uint64(1)

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 from dltrace.catalog import ID_COLUMN, quoted
 from dltrace.errors import BadInput
-from dltrace.ids import ROW_BITS
+from dltrace.ids import split_id
+from dltrace.impact.search import LITERAL_IDS
 from dltrace.results import DL, ROW, ResultStore, read_parquet
 
-LITERAL_IDS = 1000
 
 
 def explain(session, result: str, row: int) -> dict[str, object]:
     """``{table: DataFrame of its base rows in DL(row)}``: ``_dl_id`` then the table's columns."""
+    import pyarrow as pa
     from pyspark.sql import functions as F
 
     store = ResultStore(session.catalog)
@@ -29,7 +30,7 @@ def explain(session, result: str, row: int) -> dict[str, object]:
     row_frame = store.rows(spark, saved).where(F.col(ROW) == row)
     ids_by_code: dict[int, list[int]] = {}
     for dl_id in row_frame.select(DL).first()[0]:  # one row's ids, grouped by table code
-        ids_by_code.setdefault(dl_id >> ROW_BITS, []).append(dl_id)
+        ids_by_code.setdefault(split_id(dl_id)[0], []).append(dl_id)
     explained = {}
     for code, ids in sorted(ids_by_code.items()):
         table = session.catalog.table_of_code(code)
@@ -39,7 +40,7 @@ def explain(session, result: str, row: int) -> dict[str, object]:
         if len(ids) <= LITERAL_IDS:
             found = data.where(f"{ID_COLUMN} IN ({', '.join(map(str, ids))})")
         else:
-            wanted = row_frame.select(F.explode(DL).alias(ID_COLUMN)).where(F.shiftright(ID_COLUMN, ROW_BITS) == code)
+            wanted = spark.createDataFrame(pa.table({ID_COLUMN: ids}))  # already here: no second read of the row
             found = data.join(F.broadcast(wanted), ID_COLUMN, "left_semi")
         columns = [c for c in data.columns if c != ID_COLUMN]
         explained[table] = found.select(ID_COLUMN, *map(quoted, columns)).orderBy(ID_COLUMN)

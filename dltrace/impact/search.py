@@ -158,19 +158,15 @@ def reeval_impact(session, source: Source, query: str, semantics: str = "control
     from pyspark.sql import functions as F
 
     catalog = session.catalog
-    parsed = rewriter.parse(query)
-    # The rewriter does not yet take a subquery whose tables all contribute nothing (its
-    # lineage copy would cover no table): in queries with subqueries the other tables give
-    # NULL ids instead, which add nothing either.
-    no_ids = None if parsed.find(exp.Subquery, exp.Exists, exp.In) is None else (exp.cast(exp.null(), "bigint"), True)
 
     def bad_ids_only(table: exp.Table) -> tuple[exp.Expression, bool] | None:
+        # other tables contribute nothing (a subquery reading only them gets no lineage copy)
         if table.name.lower() != source.table:
-            return no_ids
+            return None
         return exp.column(BAD_ID, table=table.alias_or_name), True
 
     codes = {name: entry.code for name, entry in catalog.tables.items()}
-    expression = rewriter.rewrite(parsed, catalog.schemas(), codes, "set", semantics, bad_ids_only)
+    expression = rewriter.rewrite(rewriter.parse(query), catalog.schemas(), codes, "set", semantics, bad_ids_only)
     view = _bad_rows_view(session, source)
     for node in expression.find_all(exp.Table):
         if node.name.lower() == source.table:
