@@ -233,7 +233,9 @@ def register(
         if missing:
             raise BadInput(f"{option}: {path} has no column {', '.join(missing)} (it has {', '.join(columns)})")
     if key:
-        duplicates = frame.count() - frame.select(*key).distinct().count()
+        # one aggregation job: rows beyond the first of each key
+        repeats = frame.groupBy(*map(quoted, key)).count().where(F.col("count") > 1)
+        duplicates = repeats.agg(F.coalesce(F.sum(F.col("count") - 1), F.lit(0))).first()[0]
         if duplicates:
             raise BadInput(f"--key {','.join(key)} is not unique in {path}: {duplicates} rows repeat a key")
 

@@ -10,9 +10,9 @@ from pathlib import Path
 from dltrace.errors import BadInput, DltraceError
 from dltrace.ids import make_id
 from dltrace.rewriter.representation import REPRESENTATIONS
-from dltrace.formatting import DL_VALUES, TABLE_DEFAULT_LIMIT, row_dicts, write_csv, write_json, write_table
+from dltrace.formatting import DL_VALUES, row_dicts, write_csv, write_json, write_table
 from dltrace.granularity import GranuleDecoder, split_lineage_on
-from dltrace.impact.commands import COMMANDS, add_parsers, run_command, save_for_sql
+from dltrace.impact.commands import COMMANDS, add_parsers, output_limit, run_command, save_for_sql
 
 FORMATS = ("table", "json", "csv")
 
@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dltrace.session import LineageSession
+    from dltrace.session import LineageSession, check_savable
 
     if args.command == "demo":
         from dltrace.demo import demo
@@ -123,13 +123,14 @@ def run(args: argparse.Namespace) -> int:
     if args.command == "rewrite":
         sys.stdout.write(session.script(query, args.semantics, args.repr, lineage_on))
         return 0
+    # bad options fail before Spark starts
+    if args.save:
+        check_savable(lineage_on)
+    limit = output_limit(args)
     frame = session.sql(query, args.semantics, args.repr, lineage_on=lineage_on)
     if args.save:
-        frame = save_for_sql(session, frame, args.save, query, args.semantics, args.repr, lineage_on)
+        frame = save_for_sql(session, frame, args.save, query, args.semantics, args.repr)
     granules = GranuleDecoder(session, query, lineage_on) if lineage_on else None
-    limit = args.limit if args.limit is not None else (TABLE_DEFAULT_LIMIT if args.format == "table" else None)
-    if limit is not None and limit < 0:
-        raise BadInput("--limit must be 0 or more")
     columns = frame.columns
     if args.format == "table":
         rows = list(row_dicts(frame.limit(limit + 1).collect()))

@@ -33,6 +33,13 @@ def spark_error(error: Exception) -> DltraceError:
     return cls(f"Spark: {first}")
 
 
+def check_savable(lineage_on: granularity.LineageOnArgument) -> None:
+    """Saved results hold base-row ids, which impact and explain look up: granule ids
+    (``LINEAGE ON``) name no rows, so such a result cannot be saved."""
+    if lineage_on is not None:
+        raise BadInput("save keeps base-row lineage for impact and explain: run the query without LINEAGE ON")
+
+
 class LineageSession:
     """Registers tables, rewrites queries and runs them with lineage on Spark."""
 
@@ -129,8 +136,8 @@ class LineageSession:
         query, lineage_on = granularity.split_lineage_on(query, lineage_on)
         text = self.rewrite(query, semantics, repr, tag_instances, lineage_on) if lineage else self.plain(query)
         frame = self.run(text)
-        if lineage and lineage_on is None:
-            self._queries[frame] = (query, semantics, repr)
+        if lineage:
+            self._queries[frame] = (query, semantics, repr, lineage_on)
         return frame
 
     def run(self, spark_sql: str):
@@ -193,6 +200,9 @@ class LineageSession:
         made_by = self._queries.get(frame)
         if query is None and made_by is None:
             raise BadInput("save: this DataFrame was not returned by sql() with row lineage: pass query=")
+        check_savable(made_by[3] if made_by else None)
+        if query is not None:
+            check_savable(granularity.split_lineage_on(query, None)[1])
         query = query if query is not None else made_by[0]
         semantics = semantics or (made_by[1] if made_by else "control")
         repr = repr or (made_by[2] if made_by else "set")

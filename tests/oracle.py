@@ -133,3 +133,26 @@ def lineage_bag(rows, strip: bool = False) -> Counter:
         (tuple(str(v) for k, v in r.asDict().items() if k != "DL"), untagged(r.DL) if strip else frozenset(r.DL))
         for r in rows
     )
+
+
+def contributing_ids(oracle: DuckOracle, session: LineageSession, query: str) -> list[tuple[tuple, frozenset[int]]]:
+    """Each result row of an SPJ or one-level aggregate query with the ids of all base rows
+    that contribute to it, computed by DuckDB with Perm's provenance query (no lineage rules)."""
+    from tpch.baselines import contributing_ids_duckdb, shape_of
+
+    text = contributing_ids_duckdb(shape_of(session, query), lambda name: f"base_{name}")
+    return [(tuple(row[:-1]), frozenset(row[-1] or ())) for row in oracle.db.execute(text).fetchall()]
+
+
+def check_exact_lineage(oracle: DuckOracle, session: LineageSession, query: str, rows: list) -> None:
+    """Assert that the rows' DLs are exactly the contributing ids DuckDB finds, row for row."""
+    expected: dict[frozenset[int], list[tuple]] = {}
+    for values, ids in contributing_ids(oracle, session, query):
+        expected.setdefault(ids, []).append(values)
+    assert sum(map(len, expected.values())) == len(rows), "DuckDB and Spark return different numbers of rows"
+    for row in rows:
+        values = tuple(v for k, v in row.asDict().items() if k != "DL")
+        candidates = expected.get(frozenset(row.DL), [])
+        match = next((i for i, other in enumerate(candidates) if same_row(values, other)), None)
+        assert match is not None, f"exact lineage: no result row {values} derives from exactly its {len(row.DL)} ids"
+        candidates.pop(match)

@@ -122,3 +122,19 @@ def test_bench_writes_report_with_ratios_and_figures(tpch, tmp_path):
         assert (tmp_path / figure.filename).read_bytes().startswith(PNG_MAGIC)
     assert not (tmp_path / "scratch").exists(), "materialized views are removed"
     assert (tmp_path / "measurements.csv").read_text().count("\n") == 1 + 3 * 4 + (3 * 4 - 2)
+
+
+def test_table7_checked_by_duckdb(tpch):
+    """Table 7's average lineage, and the same figure counted without dltrace by DuckDB."""
+    from tpch.table7 import characteristics, independent_average, markdown
+
+    rows = []
+    for name in ("q3", "q11"):
+        row = characteristics(tpch, name, load(name))
+        row.checked_avg = independent_average(tpch, load(name))
+        rows.append(row)
+    q3, q11 = rows
+    assert q3.cardinality > 0 and q3.checked_avg == pytest.approx(q3.avg_lineage)
+    assert q11.checked_avg is None, "a query with subqueries is not checked"
+    table = markdown(rows, 0.01)
+    assert "| paper avg | DuckDB avg |" in table and "| q11 |" in table and "n/a (subqueries)" in table

@@ -309,6 +309,8 @@ def paper_result(paper) -> str:
         (["impact", "--source", "store WHERE s_id = 1", "--query", "select 1", "--mode", "stored"], "--result NAME"),
         (["impact", "--source", "store WHERE s_id = 1", "--query", "select s_nope from store"], "s_nope"),
         (["results", "drop"], "needs the NAME"),
+        (["sql", STORE_QUERY, "--lineage-on", "city", "--save", "granular"], "without LINEAGE ON"),
+        (["sql", STORE_QUERY, "--limit", "-1"], "--limit must be 0 or more"),
     ],
 )
 def test_bad_input_is_one_line_exit_2(capsys, paper_result, args, expected):
@@ -340,6 +342,10 @@ def test_saving_needs_row_lineage(paper):
         paper.save(paper.sql(STORE_QUERY, lineage=False), "plain")
     with pytest.raises(BadInput, match="no DL column"):
         paper.save(paper.sql(STORE_QUERY, lineage=False), "plain", query=STORE_QUERY)
+    with pytest.raises(BadInput, match="without LINEAGE ON"):  # granule ids name no base rows
+        paper.save(paper.sql(STORE_QUERY, lineage_on=["city"]), "granular")
+    with pytest.raises(BadInput, match="without LINEAGE ON"):
+        paper.save(paper.sql(STORE_QUERY), "granular", query=STORE_QUERY + " LINEAGE ON (city)")
 
 
 def test_robdd_lineage_is_saved_as_sorted_ids(paper):

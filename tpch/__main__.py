@@ -1,6 +1,6 @@
 """``python -m tpch``: the paper's TPC-H experiments.
 
-    python -m tpch table7 --sf 1 [--queries q3,q5] [--catalog DIR]
+    python -m tpch table7 --sf 1 [--queries q3,q5] [--check] [--catalog DIR]
     python -m tpch bench --sf 1 [--queries tpch,spj] [--modes original,set,...] [--repeat 3] [--out DIR]
     python -m tpch table8 --sf 1 [--queries q5,q6] [--repeat 3] [--out DIR]
 """
@@ -25,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     from tpch import bench, table8
     from tpch.queries import load
     from tpch.register import register_tpch
-    from tpch.table7 import TABLE7_QUERIES, characteristics, markdown
+    from tpch.table7 import TABLE7_QUERIES, characteristics, independent_average, markdown
 
     top = argparse.ArgumentParser(prog="python -m tpch", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = top.add_subparsers(dest="command", required=True)
@@ -34,6 +34,8 @@ def main(argv: list[str] | None = None) -> int:
     table7.add_argument("--queries", default=",".join(TABLE7_QUERIES))
     table7.add_argument("--semantics", choices=("control", "data"), default="control")
     table7.add_argument("--catalog", help="catalog directory (default data/catalog-tpch-sfSF)")
+    table7.add_argument("--check", action="store_true",
+                        help="also count each query's lineage with DuckDB, without dltrace (queries without subqueries)")
     bench.add_parser(commands)
     table8.add_parser(commands)
     args = top.parse_args(argv)
@@ -49,7 +51,11 @@ def main(argv: list[str] | None = None) -> int:
         rows = []
         for name in args.queries.split(","):
             log(f"{name}: running with lineage")
-            rows.append(characteristics(session, name, load(name), args.semantics))
+            row = characteristics(session, name, load(name), args.semantics)
+            if args.check:
+                log(f"{name}: counting contributing rows with DuckDB")
+                row.checked_avg = independent_average(session, load(name))
+            rows.append(row)
         print(markdown(rows, args.sf))
     except DltraceError as error:
         print(f"tpch: error: {error}", file=sys.stderr)

@@ -30,7 +30,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
+import sqlglot
 from sqlglot import exp
 from sqlglot.optimizer.merge_subqueries import merge_subqueries
 
@@ -153,7 +155,7 @@ def materialization_sql(shape: Shape) -> str:
 def reverse_all_sql(shape: Shape, view: str) -> str:
     """The base-row ids of every result tuple: the base tables joined with the view."""
     matches = [f"__view.{name} <=> {sql(expression)}" for name, expression in shape.view_keys]
-    return f"SELECT __view.*, {ids_sql(shape)} {sources_sql(shape)} CROSS JOIN {view} AS __view{where_sql(shape, *matches)}"
+    return f"SELECT __view.*, {ids_sql(shape)} {sources_sql(shape)} INNER JOIN {view} AS __view{where_sql(shape, *matches)}"
 
 
 def reverse_one_sql(shape: Shape, tuple_text: dict[str, str | None], types: dict[str, str]) -> str:
@@ -181,6 +183,24 @@ def perm_sql(shape: Shape) -> str:
     join = f"JOIN ({provenance}) AS __prov ON {matches}" if matches else f"CROSS JOIN ({provenance}) AS __prov"
     outputs = ", ".join(f"__agg.__c{i} AS `{name}`" for i, (name, _) in enumerate(shape.outputs))
     return f"SELECT {outputs}, {ids_sql(shape, '__prov')} FROM ({materialization_sql(shape)}) AS __agg {join}"
+
+
+def contributing_ids_duckdb(shape: Shape, table_name: Callable[[str], str]) -> str:
+    """DuckDB SQL for each result row plus ``__ids``, the ids of *all* base rows that contribute
+    to it (Definition 1): Perm's provenance query, with every occurrence's ``_dl_id`` added
+    (SPJ) or collected per group (aggregate, DISTINCT).  ``table_name`` names the relation
+    holding a registered table with its ``_dl_id``.  An oracle independent of the rewriter,
+    on another engine, for queries without subqueries (where control and data lineage agree)."""
+    select = shape.select.copy()
+    for table in select.find_all(exp.Table):
+        table.set("this", exp.to_identifier(table_name(table.name.lower())))
+    ids = ", ".join(f"{alias}._dl_id" for alias in shape.occurrences)
+    collected = f"[{ids}]" if shape.kind == "spj" else f"list_distinct(flatten(list([{ids}])))"
+    if shape.kind == "distinct":
+        select.set("distinct", None)
+        select.set("group", exp.Group(expressions=[expression.copy() for _, expression in shape.outputs]))
+    select.select(exp.alias_(sqlglot.parse_one(collected, read="duckdb"), "__ids"), copy=False)
+    return select.sql(dialect="duckdb")
 
 
 # -- running a reverse query on Spark ----------------------------------------------------

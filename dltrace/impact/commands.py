@@ -65,11 +65,9 @@ def run_command(session, args: argparse.Namespace, query_text) -> int:
     return status
 
 
-def save_for_sql(session, frame, name: str, query: str, semantics: str, representation: str, lineage_on=None):
+def save_for_sql(session, frame, name: str, query: str, semantics: str, representation: str):
     """``sql --save NAME``: save, say so on stderr, and return the saved rows (with ``_row``,
     which ``explain --row`` takes) so that printing them does not run the query again."""
-    if lineage_on is not None:
-        raise BadInput("--save keeps base-row lineage for impact and explain: run the query without LINEAGE ON")
     saved = session.save(frame, name, query=query, semantics=semantics, repr=representation)
     index = "with" if saved.index else "without"
     print(f"dltrace: saved result {saved.name}: {saved.rows} rows at catalog version {saved.catalog_version}, "
@@ -77,7 +75,8 @@ def save_for_sql(session, frame, name: str, query: str, semantics: str, represen
     return session.result(saved.name)
 
 
-def _limit(args: argparse.Namespace) -> int | None:
+def output_limit(args: argparse.Namespace) -> int | None:
+    """How many rows to print: --limit, or a screenful for the table format; never negative."""
     limit = args.limit if args.limit is not None else (TABLE_DEFAULT_LIMIT if args.format == "table" else None)
     if limit is not None and limit < 0:
         raise BadInput("--limit must be 0 or more")
@@ -88,7 +87,7 @@ def _impact(session, args: argparse.Namespace, query_text) -> int:
     from pyspark.errors import PySparkException
 
     query = query_text(args.query) if args.query is not None else None
-    limit = _limit(args)
+    limit = output_limit(args)
     frame = session.impact(args.source, result=args.result, query=query, mode=args.mode,
                            semantics=args.semantics, use_index=not args.no_index)
     reeval = (args.mode or ("stored" if args.result else "reeval")) == "reeval"
@@ -111,7 +110,7 @@ def _impact(session, args: argparse.Namespace, query_text) -> int:
 
 
 def _explain(session, args: argparse.Namespace) -> int:
-    limit = _limit(args)
+    limit = output_limit(args)
     for table, frame in session.explain(args.result, args.row).items():
         if args.format == "json":
             write_json(({"table": table, **row.asDict()} for row in frame.toLocalIterator()), sys.stdout)

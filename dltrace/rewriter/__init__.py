@@ -6,7 +6,7 @@ rule always finds the lineage of its inputs already computed.
 
 >>> print(rewrite_sql("SELECT d.s_name, i.i_name FROM store d, item i, sales s "
 ...                   "WHERE d.s_id = s.s_id AND i.i_id = s.i_id AND i.category = 'stationery'", PAPER_SCHEMA))
-SELECT d.s_name AS s_name, i.i_name AS i_name, ARRAY(d._dl_id, i._dl_id, s._dl_id) AS DL FROM store AS d CROSS JOIN item AS i CROSS JOIN sales AS s WHERE d.s_id = s.s_id AND i.i_id = s.i_id AND i.category = 'stationery'
+SELECT d.s_name AS s_name, i.i_name AS i_name, ARRAY(d._dl_id, i._dl_id, s._dl_id) AS DL FROM store AS d INNER JOIN item AS i INNER JOIN sales AS s WHERE d.s_id = s.s_id AND i.i_id = s.i_id AND i.category = 'stationery'
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ projection above the query, for the surviving groups only.
 
 >>> from dltrace.rewriter import rewrite_sql, PAPER_SCHEMA
 >>> print(rewrite_sql("SELECT a.s_id, b.s_id FROM store a, store b WHERE a.s_name = b.s_name", PAPER_SCHEMA))
-SELECT a.s_id AS s_id, b.s_id AS s_id, SORT_ARRAY(ARRAY_DISTINCT(ARRAY(a._dl_id, b._dl_id))) AS DL FROM store AS a CROSS JOIN store AS b WHERE a.s_name = b.s_name
+SELECT a.s_id AS s_id, b.s_id AS s_id, SORT_ARRAY(ARRAY_DISTINCT(ARRAY(a._dl_id, b._dl_id))) AS DL FROM store AS a INNER JOIN store AS b WHERE a.s_name = b.s_name
 """
 
 from __future__ import annotations

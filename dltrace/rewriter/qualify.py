@@ -4,9 +4,18 @@ After this every column names its table alias, every table has an alias and ``*`
 expanded from the catalog (so ``_dl_id`` never leaks into results), which is what the
 lineage rules rely on.  Errors become one-line messages with positions.
 
+sqlglot reads Spark's comma join as a ``CROSS JOIN``, which Spark plans as a join of type
+Cross: the same rows, but Spark injects runtime Bloom filters and dynamic partition pruning
+only into inner joins.  So a join without a condition is written ``INNER JOIN`` (what
+Spark itself makes of a comma), and the rewritten query keeps the plans the user's gets.
+
 >>> from dltrace.rewriter import PAPER_SCHEMA
 >>> print(qualify_against_catalog(parse("SELECT * FROM item WHERE i_id < 3"), PAPER_SCHEMA).sql("spark"))
 SELECT item.i_id AS i_id, item.i_name AS i_name, item.category AS category FROM item AS item WHERE item.i_id < 3
+
+>>> print(qualify_against_catalog(parse("SELECT s_name FROM store, sales WHERE store.s_id = sales.s_id"),
+...                               PAPER_SCHEMA).sql("spark"))
+SELECT store.s_name AS s_name FROM store AS store INNER JOIN sales AS sales WHERE store.s_id = sales.s_id
 """
 
 from __future__ import annotations
@@ -62,7 +71,19 @@ def qualify_against_catalog(expression: exp.Expression, schemas: dict[str, dict[
     except OptimizeError as error:
         message = str(error).split(". Line")[0].replace("could not be resolved", "is unknown or ambiguous")
         raise UnknownColumn(f"{message}: check the column names of the registered tables") from None
+    inner_joins(qualified)
     outputs = [name for name in qualified.named_selects if name.lower() == RESERVED_OUTPUT or name.lower().startswith("__dl")]
     if outputs:
         raise BadInput(f"the query already outputs a column named {outputs[0]}: rename it, dltrace adds DL")
     return qualified
+
+
+def inner_joins(expression: exp.Expression) -> exp.Expression:
+    """Write every join of two relations without a condition (comma, ``CROSS JOIN``) as
+    ``INNER JOIN``: the same rows, and the join type Spark optimizes (runtime filters)."""
+    for join in expression.find_all(exp.Join):
+        relation = join.this
+        if (join.kind == "CROSS" and not join.side and not join.args.get("on") and not join.args.get("using")
+                and isinstance(relation, (exp.Table, exp.Subquery))):
+            join.set("kind", "INNER")
+    return expression
