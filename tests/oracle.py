@@ -140,7 +140,7 @@ def contributing_ids(oracle: DuckOracle, session: LineageSession, query: str) ->
     that contribute to it, computed by DuckDB with Perm's provenance query (no lineage rules)."""
     from tpch.baselines import contributing_ids_duckdb, shape_of
 
-    text = contributing_ids_duckdb(shape_of(session, query), lambda name: f"base_{name}")
+    text = contributing_ids_duckdb(shape_of(session, query), "base_")
     return [(tuple(row[:-1]), frozenset(row[-1] or ())) for row in oracle.db.execute(text).fetchall()]
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.oracle import DuckOracle, check_completeness, check_minimality, lineage_bag
+from tests.oracle import DuckOracle, check_completeness, check_exact_lineage, check_minimality, lineage_bag
 from tpch.queries import SPJ, TPCH, load
 
 
@@ -20,15 +20,28 @@ def oracle(tpch) -> DuckOracle:
     return DuckOracle(tpch)
 
 
+@pytest.fixture(scope="module")
+def lineage_rows(tpch):
+    """``lineage_rows(name)``: the query's rows with the lineage users get, run once per module."""
+    rows: dict[str, list] = {}
+
+    def of(name: str) -> list:
+        if name not in rows:
+            rows[name] = tpch.sql(load(name)).collect()
+        return rows[name]
+
+    return of
+
+
 @pytest.mark.parametrize("name", TPCH + SPJ)
-def test_completeness(tpch, oracle, name):
+def test_completeness(tpch, oracle, lineage_rows, name):
     query = load(name)
     tree = tpch.sql(query, tag_instances=True).collect()
     if not tree:
         pytest.fail(f"{name} returns no rows at SF 0.01: pick other parameters for the test")
     assert len(tree) == tpch.sql(query, lineage=False).count(), "lineage must not add or drop rows"
     check_completeness(oracle, query, tree, tree=True, most=6, instances=True)
-    graph = tpch.sql(query).collect()
+    graph = lineage_rows(name)
     assert lineage_bag(graph) == lineage_bag(tree, strip=True), "graph lineage = tree lineage without tags"
     data = lineage_bag(tpch.sql(query, semantics="data").collect())
     control = lineage_bag(graph)
@@ -37,15 +50,14 @@ def test_completeness(tpch, oracle, name):
 
 
 @pytest.mark.parametrize("name", ["s1", "s3", "s6"])
-def test_minimality(tpch, oracle, name):
-    query = load(name)
-    check_minimality(oracle, query, tpch.sql(query).collect(), most=3)
+def test_minimality(oracle, lineage_rows, name):
+    check_minimality(oracle, load(name), lineage_rows(name), most=3)
 
 
-def test_oracle_catches_missing_ids(tpch, oracle):
+def test_oracle_catches_missing_ids(oracle, lineage_rows):
     """The oracle must be able to fail: Q6's single row without one lineitem id is not t."""
     query = load("q6")
-    (row,) = tpch.sql(query).collect()
+    (row,) = lineage_rows("q6")
     values = tuple(v for k, v in row.asDict().items() if k != "DL")
     (again,) = oracle.run(query, row.DL[1:])
     assert again != values
@@ -87,24 +99,19 @@ EXACT = ["q1", "q3", "q5", "q6", "q7", "q8", "q9", "q10", "q12", "q14", "q19", *
 
 
 @pytest.mark.parametrize("name", EXACT)
-def test_lineage_is_exactly_the_contributing_rows(tpch, oracle, name):
+def test_lineage_is_exactly_the_contributing_rows(tpch, oracle, lineage_rows, name):
     """Without subqueries, DL(t) is the set of all base rows that make t (Definition 1):
     DuckDB finds them with Perm's provenance query, independently of the rewriter."""
-    from tests.oracle import check_exact_lineage
-
-    query = load(name)
-    check_exact_lineage(oracle, tpch, query, tpch.sql(query).collect())
+    check_exact_lineage(oracle, tpch, load(name), lineage_rows(name))
 
 
-def test_exact_oracle_catches_a_stray_id(tpch, oracle):
+def test_exact_oracle_catches_a_stray_id(tpch, oracle, lineage_rows):
     """The exactness oracle must be able to fail: one extra id in one DL is caught (an extra
     row that joins with nothing would slip past the completeness oracle)."""
     from pyspark.sql import Row
 
-    from tests.oracle import check_exact_lineage
-
     query = load("s1")
-    rows = tpch.sql(query).collect()
+    rows = lineage_rows("s1")
     stray = next(i for i in rows[-1].DL if i not in rows[0].DL)
     changed = [Row(**{**rows[0].asDict(), "DL": sorted([*rows[0].DL, stray])}), *rows[1:]]
     with pytest.raises(AssertionError, match="exact lineage"):

@@ -51,10 +51,11 @@ def main(argv: list[str] | None = None) -> int:
         rows = []
         for name in args.queries.split(","):
             log(f"{name}: running with lineage")
-            row = characteristics(session, name, load(name), args.semantics)
+            query = load(name)
+            row = characteristics(session, name, query, args.semantics)
             if args.check:
                 log(f"{name}: counting contributing rows with DuckDB")
-                row.checked_avg = independent_average(session, load(name))
+                row.checked_avg = independent_average(session, query)
             rows.append(row)
         print(markdown(rows, args.sf))
     except DltraceError as error:

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import sqlglot
 from sqlglot import exp
@@ -185,15 +184,15 @@ def perm_sql(shape: Shape) -> str:
     return f"SELECT {outputs}, {ids_sql(shape, '__prov')} FROM ({materialization_sql(shape)}) AS __agg {join}"
 
 
-def contributing_ids_duckdb(shape: Shape, table_name: Callable[[str], str]) -> str:
+def contributing_ids_duckdb(shape: Shape, table_prefix: str) -> str:
     """DuckDB SQL for each result row plus ``__ids``, the ids of *all* base rows that contribute
     to it (Definition 1): Perm's provenance query, with every occurrence's ``_dl_id`` added
-    (SPJ) or collected per group (aggregate, DISTINCT).  ``table_name`` names the relation
-    holding a registered table with its ``_dl_id``.  An oracle independent of the rewriter,
+    (SPJ) or collected per group (aggregate, DISTINCT).  Table ``t`` is read from DuckDB's
+    ``<table_prefix>t``, which holds its rows with ``_dl_id``.  An oracle independent of the rewriter,
     on another engine, for queries without subqueries (where control and data lineage agree)."""
     select = shape.select.copy()
     for table in select.find_all(exp.Table):
-        table.set("this", exp.to_identifier(table_name(table.name.lower())))
+        table.set("this", exp.to_identifier(table_prefix + table.name.lower()))
     ids = ", ".join(f"{alias}._dl_id" for alias in shape.occurrences)
     collected = f"[{ids}]" if shape.kind == "spj" else f"list_distinct(flatten(list([{ids}])))"
     if shape.kind == "distinct":

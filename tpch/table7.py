@@ -89,32 +89,32 @@ def independent_average(session, query: str) -> float | None:
     db = duckdb.connect()
     for name in session.catalog.tables:
         db.execute(f"CREATE VIEW dl_{name} AS SELECT * FROM read_parquet('{session.catalog.data_path(name)}/*.parquet')")
-    text = contributing_ids_duckdb(shape, lambda name: f"dl_{name}")
+    text = contributing_ids_duckdb(shape, "dl_")
     (average,) = db.execute(f"SELECT avg(len(__ids)) FROM ({text})").fetchone()
     return float(average or 0.0)
 
 
 def markdown(rows: list[Characteristics], sf: float) -> str:
-    """Table 7 side by side with the paper's figures, plus Table 9's space."""
+    """Table 7 side by side with the paper's figures, plus Table 9's space; with a DuckDB
+    column when any row was checked (``--check``)."""
+    checked = any(r.checked_avg is not None for r in rows)
+    header = ["query", "rows", "paper rows", "avg lineage", "paper avg", *(["DuckDB avg"] if checked else []),
+              "replication", "clustering %", "space (4-byte ids)", "seconds"]
     lines = [
         f"## Table 7 at TPC-H SF {sf:g} (control semantics, no LIMIT)",
         "",
-        "| query | rows | paper rows | avg lineage | paper avg | replication | clustering % | space (4-byte ids) | seconds |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| " + " | ".join(header) + " |",
+        "|---|" + "---:|" * (len(header) - 1),
     ]
-    checked = any(r.checked_avg is not None for r in rows)
-    if checked:
-        lines[2:4] = [lines[2].replace(" paper avg |", " paper avg | DuckDB avg |"), lines[3] + "---:|"]
     for r in rows:
         paper_rows, paper_avg = PAPER_TABLE7.get(r.query, ("", ""))
+        duck = [] if not checked else ["n/a (subqueries)" if r.checked_avg is None else f"{r.checked_avg:.2f}"]
         if r.note:
-            lines.append(f"| {r.query} | {r.note} | {paper_rows} | | {paper_avg} |{' |' if checked else ''} | | | |")
-            continue
-        duck = (" n/a (subqueries) |" if r.checked_avg is None else f" {r.checked_avg:.2f} |") if checked else ""
-        lines.append(
-            f"| {r.query} | {r.cardinality} | {paper_rows} | {r.avg_lineage:.2f} | {paper_avg} |{duck} {r.replication:.2f} "
-            f"| {r.clustering:.2f} | {4 * r.total_lineage} | {r.seconds:.1f} |"
-        )
+            cells = [r.query, r.note, paper_rows, "", paper_avg, *[""] * len(duck), "", "", "", ""]
+        else:
+            cells = [r.query, r.cardinality, paper_rows, f"{r.avg_lineage:.2f}", paper_avg, *duck,
+                     f"{r.replication:.2f}", f"{r.clustering:.2f}", 4 * r.total_lineage, f"{r.seconds:.1f}"]
+        lines.append("|" + "|".join(f" {cell} " if cell != "" else " " for cell in cells) + "|")
     if checked:
         lines += ["", "DuckDB avg: the same figure found without dltrace (Perm's provenance query on DuckDB "
                       "over the catalog's Parquet), for the queries without subqueries."]
