@@ -13,6 +13,7 @@ from dltrace.rewriter.representation import REPRESENTATIONS
 from dltrace.formatting import DL_VALUES, row_dicts, write_csv, write_json, write_table
 from dltrace.granularity import GranuleDecoder, split_lineage_on
 from dltrace.impact.commands import COMMANDS, add_parsers, output_limit, run_command, save_for_sql
+from dltrace.pipeline import Outcome, Statement, run_statement, split_statements
 
 FORMATS = ("table", "json", "csv")
 
@@ -62,6 +63,16 @@ def parser() -> argparse.ArgumentParser:
 
     rew = commands.add_parser("rewrite", parents=[common, lineage], help="print the lineage query as a spark-sql script")
     rew.add_argument("query", help="SQL text or @file.sql")
+
+    script = commands.add_parser("run", parents=[common, lineage],
+                                 help="run a pipeline script: CREATE TABLE name AS query (saved steps), CREATE VIEW, queries")
+    script.add_argument("file", help="a file of ;-separated statements (- for standard input)")
+    script.add_argument("--format", choices=FORMATS, default="table", help="how its queries' rows are printed")
+    script.add_argument("--limit", type=int, help="at most N rows per query (table format: 50 by default)")
+
+    views = commands.add_parser("views", parents=[common], help="list the catalog's views, or drop one")
+    views.add_argument("action", nargs="?", choices=("list", "drop"), default="list")
+    views.add_argument("name", nargs="?", help="the view to drop")
 
     demo = commands.add_parser("demo", parents=[common], help="end to end on generated TPC-H data")
     demo.add_argument("--sf", type=float, default=0.01, help="TPC-H scale factor (default 0.01)")
@@ -119,6 +130,10 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.command in COMMANDS:
         return run_command(session, args, query_text)
+    if args.command == "run":
+        return run_pipeline(session, args)
+    if args.command == "views":
+        return views_command(session, args)
     query, lineage_on = split_lineage_on(query_text(args.query), args.lineage_on)
     if args.command == "rewrite":
         sys.stdout.write(session.script(query, args.semantics, args.repr, lineage_on))
@@ -127,17 +142,27 @@ def run(args: argparse.Namespace) -> int:
     if args.save:
         check_savable(lineage_on)
     limit = output_limit(args)
+    if lineage_on is None and is_create(query):
+        if args.save:
+            raise BadInput("--save names the result of a query; CREATE TABLE name AS ... saves it as name already")
+        report_outcome(session, run_statement(session, Statement(query.strip(), 1, 1), args.semantics, args.repr), args, total=0)
+        return 0
     frame = session.sql(query, args.semantics, args.repr, lineage_on=lineage_on)
     if args.save:
         frame = save_for_sql(session, frame, args.save, query, args.semantics, args.repr)
-    granules = GranuleDecoder(session, query, lineage_on) if lineage_on else None
+    print_rows(session, frame, args, limit, GranuleDecoder(session, query, lineage_on) if lineage_on else None)
+    return 0
+
+
+def print_rows(session, frame, args: argparse.Namespace, limit: int | None, granules: GranuleDecoder | None) -> None:
+    """A query's rows with lineage on stdout, as ``--format`` says."""
     columns = frame.columns
     if args.format == "table":
         rows = list(row_dicts(frame.limit(limit + 1).collect()))
         write_table(rows[:limit], columns, session.catalog, sys.stdout, granules.describe if granules else None)
         more = " (more rows: raise --limit)" if len(rows) > limit else ""
         print(f"({min(len(rows), limit)} rows{more})")
-        return 0
+        return
     rows = row_dicts((frame.limit(limit) if limit is not None else frame).toLocalIterator())
     if granules:
         rows, columns = granules.with_values(rows), [*columns, DL_VALUES]
@@ -145,6 +170,52 @@ def run(args: argparse.Namespace) -> int:
         write_json(rows, sys.stdout)
     else:
         write_csv(rows, columns, sys.stdout)
+
+
+def is_create(query: str) -> bool:
+    """True for a ``CREATE ...`` statement (``sql`` runs one as a one-statement script)."""
+    words = query.lstrip().split(None, 1)
+    return bool(words) and words[0].upper() == "CREATE"
+
+
+def run_pipeline(session, args: argparse.Namespace) -> int:
+    """``dltrace run FILE``: each statement in order, progress on stderr, queries' rows on stdout."""
+    path = args.file
+    text = sys.stdin.read() if path == "-" else query_text("@" + path)
+    output_limit(args)  # a bad --limit fails before anything runs
+    total = len(split_statements(text))
+    session.run_script(text, args.semantics, args.repr, on_outcome=lambda o: report_outcome(session, o, args, total))
+    return 0
+
+
+def report_outcome(session, outcome: Outcome, args: argparse.Namespace, total: int) -> None:
+    """One progress line per statement on stderr (name, rows, seconds); a query's rows on stdout."""
+    where = f"[{outcome.statement.number}/{total}] line {outcome.statement.line}: " if total else ""
+    if outcome.kind == "table":
+        did = "exists, skipped" if outcome.skipped else f"{outcome.rows} rows in {outcome.seconds:.1f} s"
+        print(f"dltrace: {where}saved result {outcome.name}: {did}", file=sys.stderr, flush=True)
+    elif outcome.kind == "view":
+        print(f"dltrace: {where}defined view {outcome.name}", file=sys.stderr, flush=True)
+    else:
+        print(f"dltrace: {where}query: {outcome.statement.head}", file=sys.stderr, flush=True)
+        decoder = GranuleDecoder(session, outcome.statement.text, None) if outcome.lineage_on else None
+        print_rows(session, outcome.frame, args, output_limit(args), decoder)
+        sys.stdout.flush()
+
+
+def views_command(session, args: argparse.Namespace) -> int:
+    from dltrace.views import ViewStore
+
+    store = ViewStore(session.catalog)
+    if args.action == "drop":
+        if not args.name:
+            raise BadInput("views drop needs the NAME of a view")
+        store.drop(args.name)
+        print(f"dropped view {args.name.lower()}")
+        return 0
+    records = [{"name": v.name, "query": " ".join(v.query.split())} for v in store.all().values()]
+    write_table(records, ["name", "query"], session.catalog, sys.stdout)
+    print(f"({len(records)} views)")
     return 0
 
 

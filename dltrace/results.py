@@ -16,6 +16,14 @@ A save writes a fresh ``<stamp>`` directory, then replaces ``result.json`` atomi
 deletes the data it replaced: a reader sees the old result or the new one, never a mix, and
 a failed save leaves the old one intact.  Saving a result does not change the catalog
 version, which identifies the tables' data; the result records the version it read.
+
+Pipelines (README, "Pipelines"): a query may read a saved result like a table, and the
+rows' saved DLs are their lineage, so lineage composes down to base rows.  A result records
+its inputs: the tables it read with their data versions (``tables``), the saved results it
+read with their save stamps (``results``), and every base table its lineage reaches with the
+data versions whose ids it may hold (``lineage_tables``, through the results it read).  It
+is *stale* when an input changed since: a table revised, a result saved again or dropped, or
+an input result itself stale.
 """
 
 from __future__ import annotations
@@ -33,7 +41,7 @@ from sqlglot import exp
 from dltrace.catalog import NAME_PATTERN, Catalog, quoted, with_positions
 from dltrace.errors import BadInput, CatalogError, DltraceError
 
-FORMAT = 1
+FORMAT = 2  # 2: inputs (results, lineage_tables, stamp); format 1 files still load
 ROW = "_row"
 DL = "DL"
 INDEX_ID = "id"
@@ -66,6 +74,21 @@ class SavedResult:
     index: str | None  # index.parquet, or None when not built
     schema: dict[str, str] = field(default_factory=dict)  # rows.parquet's columns and types
     format: int = FORMAT
+    stamp: str = ""  # names this save: the data directory's name
+    results: dict[str, str] = field(default_factory=dict)  # saved results read -> their stamps
+    lineage_tables: dict[str, list[int]] = field(default_factory=dict)  # base tables in DL -> data versions
+
+    def __post_init__(self) -> None:
+        # format 1: the stamp was only in the data path, and the lineage reached just the
+        # tables the query read
+        self.stamp = self.stamp or Path(self.data).parent.name
+        self.lineage_tables = self.lineage_tables or {t: [v] for t, v in self.tables.items()}
+
+    @property
+    def query_columns(self) -> dict[str, str]:
+        """The columns a query reading this result sees: the saved query's own, not ``_row``
+        or ``DL``."""
+        return {c: t for c, t in self.schema.items() if c not in (ROW, DL)}
 
 
 class ResultStore:
@@ -82,6 +105,9 @@ class ResultStore:
         """Every saved result, by name."""
         files = sorted(self.directory.glob(f"*/{METADATA}")) if self.directory.exists() else []
         return [self._read(file) for file in files]
+
+    def exists(self, name: str) -> bool:
+        return bool(NAME_PATTERN.match(name)) and self._metadata_file(name.lower()).exists()
 
     def get(self, name: str) -> SavedResult:
         file = self._metadata_file(name.lower())
@@ -168,17 +194,81 @@ class ResultStore:
             semantics=semantics,
             representation=representation,
             catalog_version=self.catalog.version,
-            tables={table: self.catalog.entry(table).version for table in tables_read(query, self.catalog)},
+            **self.inputs(query),
             created_at=time.time(),
             rows=rows,
             columns=columns,
             data=str(relative / "rows.parquet"),
             index=str(relative / "index.parquet") if index else None,
             schema=schema,
+            stamp=stamp,
         )
         self._write_metadata(result)
         self._remove_unreferenced(name, keep=stamp)
         return result
+
+    def inputs(self, query: str) -> dict:
+        """What ``query`` is computed from, as ``SavedResult`` fields: the tables it reads
+        (data versions), the saved results it reads (save stamps), and the base tables its
+        lineage reaches (with every data version whose ids it may hold)."""
+        names = names_read(query)
+        tables = {t: self.catalog.entry(t).version for t in sorted(names & set(self.catalog.tables))}
+        upstream = [self.get(n) for n in sorted(names) if n not in tables and self.exists(n)]
+        lineage = {t: {v} for t, v in tables.items()}
+        for result in upstream:
+            for table, versions in result.lineage_tables.items():
+                lineage.setdefault(table, set()).update(versions)
+        return {
+            "tables": tables,
+            "results": {r.name: r.stamp for r in upstream},
+            "lineage_tables": {t: sorted(v) for t, v in sorted(lineage.items())},
+        }
+
+    def staleness(self) -> dict[str, str | None]:
+        """``{result: why it is stale, or None}``: an input changed since it was saved (a
+        table revised, an input result saved again or dropped, or itself stale)."""
+        saved = {r.name: r for r in self.list()}
+        reasons: dict[str, str | None] = {}
+
+        def reason(result: SavedResult) -> str | None:
+            if result.name not in reasons:
+                reasons[result.name] = None  # an input cycle cannot happen; guard anyway
+                reasons[result.name] = self._stale_reason(result, saved, reason)
+            return reasons[result.name]
+
+        for result in saved.values():
+            reason(result)
+        return reasons
+
+    def _stale_reason(self, result: SavedResult, saved: dict[str, SavedResult], reason) -> str | None:
+        for table, version in sorted(result.tables.items()):
+            entry = self.catalog.tables.get(table)
+            if entry is None:
+                return f"table {table} is no longer registered"
+            if entry.version != version:
+                return f"table {table} changed (v{version} -> v{entry.version})"
+        for name, stamp in sorted(result.results.items()):
+            upstream = saved.get(name)
+            if upstream is None:
+                return f"result {name} was dropped"
+            if upstream.stamp != stamp:
+                return f"result {name} was saved again"
+            if (inherited := reason(upstream)) is not None:
+                return f"through result {name}: {inherited}"
+        return None
+
+    def upstream(self, name: str) -> list[str]:
+        """The saved results ``name`` was computed through, nearest first (each once)."""
+        order: list[str] = []
+        pending = list(self.get(name).results)
+        while pending:
+            current = pending.pop(0)
+            if current in order:
+                continue
+            order.append(current)
+            if self.exists(current):
+                pending.extend(self.get(current).results)
+        return order
 
     def build_index(self, name: str, spark) -> SavedResult:
         """Build the forward index of a result saved without one (written beside its rows,
@@ -255,13 +345,19 @@ def write_index(rows_frame, target: Path) -> None:
     pairs.orderBy(INDEX_ID, ROW).write.option("parquet.block.size", INDEX_ROW_GROUP_BYTES).parquet(str(target))
 
 
-def tables_read(query: str, catalog: Catalog) -> list[str]:
-    """The catalog tables ``query`` reads (CTE names that shadow nothing are not tables)."""
+def names_read(query: str) -> set[str]:
+    """The names of the tables, saved results and views ``query`` reads (lower case); a
+    name its own CTEs define is theirs, as in SQL."""
     from dltrace.rewriter import parse
 
     try:
         expression = parse(query)
     except DltraceError:
-        return []
-    names = {table.name.lower() for table in expression.find_all(exp.Table)}
-    return sorted(names & set(catalog.tables))
+        return set()
+    defined = {cte.alias_or_name.lower() for cte in expression.find_all(exp.CTE)}
+    return {table.name.lower() for table in expression.find_all(exp.Table)} - defined
+
+
+def tables_read(query: str, catalog: Catalog) -> list[str]:
+    """The catalog tables ``query`` reads."""
+    return sorted(names_read(query) & set(catalog.tables))

@@ -9,10 +9,12 @@ from pathlib import Path
 
 from dltrace import granularity, rewriter
 from dltrace.rewriter.base_table import tagged_row_ids
-from dltrace.catalog import Catalog, TableEntry, register
+from dltrace.rewriter.saved_result import LINEAGE_COLUMN
+from dltrace.catalog import NAME_PATTERN, Catalog, TableEntry, quoted, register
 from dltrace.errors import BadInput, DltraceError
-from dltrace.results import read_parquet, tables_read
+from dltrace.results import DL, ResultStore, SavedResult, names_read, read_parquet, tables_read
 from dltrace.spark import get_spark
+from dltrace.views import ViewStore, inline
 
 DEFAULT_CATALOG = ".dltrace"
 _VIEW_PATHS: dict[tuple[int, str], str] = {}  # (Spark session, view name) -> the Parquet it reads
@@ -50,6 +52,7 @@ class LineageSession:
         # what each DataFrame ``sql`` returned was computed from, so that ``save(df, name)``
         # can record its query (weak: forgotten with the DataFrame)
         self._queries: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self.temporary_views: dict[str, str] = {}  # CREATE TEMP VIEW: name -> query, for this session
 
     @property
     def spark(self):
@@ -66,10 +69,51 @@ class LineageSession:
         format: str | None = None,
     ) -> TableEntry:
         """Register a source (Parquet, CSV, JSON, ORC) as a table with lineage ids."""
+        self.check_name_free(name, "a table")
         return register(self.spark, self.catalog, name, path, key=key, order_by=order_by, fmt=format)
 
+    # One namespace: registered tables, saved results and views (README, "Pipelines").
+
+    @property
+    def store(self) -> ResultStore:
+        return ResultStore(self.catalog)
+
+    def saved_results(self) -> dict[str, SavedResult]:
+        return {result.name: result for result in self.store.list()}
+
+    def views(self) -> dict[str, str]:
+        """``{name: query}``: the catalog's views, with this session's temporary views over them."""
+        return {**{name: view.query for name, view in ViewStore(self.catalog).all().items()}, **self.temporary_views}
+
+    def check_name_free(self, name: str, wanted: str) -> None:
+        """Tables, saved results and views share one namespace: ``name`` must not be one of
+        another kind than ``wanted`` ("a table", "a saved result", "a view")."""
+        lowered = name.lower()
+        owners = {
+            "a table": lowered in self.catalog.tables,
+            "a saved result": self.store.exists(lowered),
+            "a view": lowered in self.views(),
+        }
+        for owner, taken in owners.items():
+            if taken and owner != wanted:
+                raise BadInput(f"'{lowered}' is already {owner}: tables, saved results and views share one namespace, "
+                               f"choose another name")
+
+    def expand(self, query: str, inline_results: bool = False) -> str:
+        """``query`` with the views it reads as CTEs; with ``inline_results`` the saved results
+        too (their recorded queries), down to the base tables."""
+        views, saved = self.views(), self.saved_results() if inline_results else {}
+
+        def definition(name: str) -> str | None:
+            return views.get(name) or (saved[name].query if name in saved else None)
+
+        expression = rewriter.parse(query)
+        expanded = inline(expression, definition)
+        return query if expanded is expression else expanded.sql(dialect="spark")
+
     def _ensure_views(self) -> None:
-        """Temporary views named as the catalog's tables, over their Parquet with ``_dl_id``.
+        """Temporary views named as the catalog's tables, over their Parquet with ``_dl_id``,
+        and as its saved results, over their rows with the saved DL as ``_dl_lineage``.
 
         Views belong to the Spark session, which several LineageSessions (catalogs) may share:
         what each view reads is tracked per Spark session, by absolute path.
@@ -79,6 +123,12 @@ class LineageSession:
             if _VIEW_PATHS.get((id(self.spark), name)) != path:
                 # the recorded schema spares Spark a job per table to infer it from footers
                 read_parquet(self.spark, path, entry.version_schema(None)).createOrReplaceTempView(name)
+                _VIEW_PATHS[(id(self.spark), name)] = path
+        for name, result in self.saved_results().items():
+            path = str(self.store.path(result.data))
+            if _VIEW_PATHS.get((id(self.spark), name)) != path:
+                rows = self.store.rows(self.spark, result)
+                rows.select(*map(quoted, result.query_columns), rows[DL].alias(LINEAGE_COLUMN)).createOrReplaceTempView(name)
                 _VIEW_PATHS[(id(self.spark), name)] = path
 
     def rewrite(
@@ -98,8 +148,21 @@ class LineageSession:
         """
         query, lineage_on = granularity.split_lineage_on(query, lineage_on)
         if lineage_on is not None:
-            return granularity.granular_sql(self, query, lineage_on, semantics, repr)
+            return granularity.granular_sql(self, self.traceable_on_values(query) if lineage_on else query,
+                                            lineage_on, semantics, repr)
         return self.lineage_sql(query, semantics, repr, tagged_row_ids if tag_instances else None)
+
+    def traceable_on_values(self, query: str) -> str:
+        """``query`` for ``LINEAGE ON``: granules are values of base rows, so the saved results
+        it reads are inlined (their queries as CTEs), which gives their rows again as long
+        as their inputs have not changed; a stale one is refused."""
+        read = names_read(self.expand(query)) - set(self.catalog.tables)
+        stale = {name: why for name, why in self.store.staleness().items() if name in read and why}
+        if stale:
+            name, why = sorted(stale.items())[0]
+            raise BadInput(f"LINEAGE ON traces saved result {name} through its query, but it is stale ({why}): "
+                           f"save it again first")
+        return self.expand(query, inline_results=True)
 
     def lineage_sql(
         self,
@@ -110,17 +173,46 @@ class LineageSession:
         ids_ordered_by_table: bool = True,
     ) -> str:
         """The rewriter over this catalog, with ids from ``id_source`` (default: ``_dl_id``)."""
-        codes = {name: entry.code for name, entry in self.catalog.tables.items()}
+        return self.lineage_expression(query, semantics, repr, id_source, ids_ordered_by_table).sql(dialect="spark")
+
+    def lineage_expression(
+        self,
+        query: str,
+        semantics: str = "control",
+        repr: str = "set",
+        id_source: rewriter.IdSource | None = None,
+        ids_ordered_by_table: bool = True,
+    ):
+        """The one path to the rewriter: views inlined, the catalog's tables (codes and
+        statistics) and the saved results the query reads, which must hold lineage of the
+        same semantics (a mix would be neither)."""
         tables = self.catalog.tables
-        expression = rewriter.rewrite(
-            rewriter.parse(query), self.catalog.schemas(), codes, repr, semantics, id_source, ids_ordered_by_table,
-            table_rows={n: e.rows for n, e in tables.items()}, table_keys={n: e.key or [] for n, e in tables.items()},
+        expanded_text = self.expand(query)
+        read = names_read(expanded_text)
+        saved = {n: r for n, r in self.saved_results().items() if n in read}
+        for result in saved.values():
+            if id_source is not None:
+                raise BadInput(f"this lineage cannot be traced through saved result {result.name}: "
+                               f"inline its query as a CTE")
+            if result.semantics != semantics:
+                raise BadInput(f"saved result {result.name} holds {result.semantics} lineage and this query asks for "
+                               f"{semantics}: run it with --semantics {result.semantics} or save {result.name} again")
+        return rewriter.rewrite(
+            rewriter.parse(expanded_text), self.schemas(saved), {name: entry.code for name, entry in tables.items()}, repr, semantics,
+            id_source, ids_ordered_by_table,
+            table_rows={**{n: e.rows for n, e in tables.items()}, **{n: r.rows for n, r in saved.items()}},
+            table_keys={n: e.key or [] for n, e in tables.items()},
+            saved={n: frozenset(r.lineage_tables) & frozenset(tables) for n, r in saved.items()},
         )
-        return expression.sql(dialect="spark")
+
+    def schemas(self, saved: dict[str, SavedResult] | None = None) -> dict[str, dict[str, str]]:
+        """The columns of every table and saved result a query can read."""
+        saved = self.saved_results() if saved is None else saved
+        return {**self.catalog.schemas(), **{name: result.query_columns for name, result in saved.items()}}
 
     def plain(self, query: str) -> str:
         """The query without lineage, qualified like the lineage query (``*`` never shows ``_dl_id``)."""
-        return rewriter.qualify_against_catalog(rewriter.parse(query), self.catalog.schemas()).sql(dialect="spark")
+        return rewriter.qualify_against_catalog(rewriter.parse(self.expand(query)), self.schemas()).sql(dialect="spark")
 
     def sql(
         self,
@@ -137,7 +229,7 @@ class LineageSession:
         text = self.rewrite(query, semantics, repr, tag_instances, lineage_on) if lineage else self.plain(query)
         frame = self.run(text)
         if lineage:
-            self._queries[frame] = (query, semantics, repr, lineage_on)
+            self._queries[frame] = (self.expand(query), semantics, repr, lineage_on)
         return frame
 
     def run(self, spark_sql: str):
@@ -159,10 +251,17 @@ class LineageSession:
             raise BadInput("spark-sql scripts use --repr set (the roBDD functions live in Python)")
         query, lineage_on = granularity.split_lineage_on(query, lineage_on)
         text = self.rewrite(query, semantics, repr, lineage_on=lineage_on)
-        lines = ["-- dltrace: the catalog's tables as views (their Parquet carries _dl_id), then the query"]
-        for name in tables_read(query, self.catalog):
+        lines = ["-- dltrace: the catalog's tables and saved results as views (tables' Parquet carries _dl_id,"
+                 " results' rows their saved DL), then the query"]
+        for name in tables_read(text, self.catalog):
             path = str(self.catalog.data_path(name)).replace("`", "``")
             lines.append(f"CREATE OR REPLACE TEMPORARY VIEW {name} AS SELECT * FROM parquet.`{path}`;")
+        for name, result in self.saved_results().items():
+            if name in names_read(text):
+                path = str(self.store.path(result.data)).replace("`", "``")
+                columns = ", ".join(f"`{c.replace('`', '``')}`" for c in result.query_columns)
+                lines.append(f"CREATE OR REPLACE TEMPORARY VIEW {name} AS "
+                             f"SELECT {columns}, {DL} AS {LINEAGE_COLUMN} FROM parquet.`{path}`;")
         lines.append(text + ";")
         return "\n".join(lines) + "\n"
 
@@ -195,42 +294,83 @@ class LineageSession:
         a ``_row`` number per output row, plus a forward index (id -> rows): always (``index``
         True), never (False), or when the result is large enough for it to pay (None).
         ``query`` is needed only for a DataFrame ``sql`` did not return."""
-        from dltrace.results import ResultStore
-
         made_by = self._queries.get(frame)
         if query is None and made_by is None:
             raise BadInput("save: this DataFrame was not returned by sql() with row lineage: pass query=")
         check_savable(made_by[3] if made_by else None)
         if query is not None:
             check_savable(granularity.split_lineage_on(query, None)[1])
-        query = query if query is not None else made_by[0]
+        query = self.expand(query) if query is not None else made_by[0]
         semantics = semantics or (made_by[1] if made_by else "control")
         repr = repr or (made_by[2] if made_by else "set")
-        return ResultStore(self.catalog).save(frame, name, query, semantics, repr, index)
+        self.check_name_free(name, "a saved result")
+        if name.lower() in names_read(query) and self.store.exists(name):
+            raise BadInput(f"result {name.lower()} cannot be computed from itself: save it under another name")
+        return self.store.save(frame, name, query, semantics, repr, index)
+
+    # Pipelines (dltrace/pipeline.py): steps saved as results, views, scripts.
+
+    def create_table(self, name: str, query: str, semantics: str = "control", repr: str = "set",
+                     replace: bool = False, index: bool | None = None) -> SavedResult:
+        """``CREATE [OR REPLACE] TABLE name AS query``: run ``query`` with lineage and save it as
+        result ``name`` (a pipeline step; the old result is replaced only when the new one is
+        complete)."""
+        self.check_name_free(name, "a saved result")
+        if not replace and self.store.exists(name):
+            raise BadInput(f"result {name.lower()} exists: CREATE OR REPLACE TABLE replaces it")
+        return self.save(self.sql(query, semantics, repr), name, index=index)
+
+    def create_view(self, name: str, query: str, temporary: bool = False, replace: bool = False) -> None:
+        """``CREATE [OR REPLACE] [TEMP] VIEW name AS query``: later queries read ``query`` in its
+        place; a temporary view lasts as long as this session, another is kept in the catalog."""
+        if not NAME_PATTERN.match(name):
+            raise BadInput(f"'{name}' is not a valid view name: use letters, digits and _")
+        self.check_name_free(name, "a view")
+        lowered = name.lower()
+        stored = ViewStore(self.catalog)
+        exists = lowered in self.temporary_views if temporary else lowered in stored.all()
+        if exists and not replace:
+            raise BadInput(f"view {lowered} exists: CREATE OR REPLACE VIEW replaces it")
+        views = {**self.views(), lowered: query}
+        inline(rewriter.parse(query), views.get)  # a view that reads itself fails here
+        self.plain(query)  # unknown tables and columns fail now, at the CREATE
+        if temporary:
+            self.temporary_views[lowered] = query
+        else:
+            stored.save(lowered, query)
+
+    def run_script(self, text: str, semantics: str = "control", repr: str = "set", on_outcome=None) -> list:
+        """Run a pipeline script (``;``-separated CREATE TABLE AS / CREATE VIEW / queries) in
+        order; returns what each statement did (``pipeline.Outcome``), ``on_outcome`` sees
+        each as it completes."""
+        from dltrace.pipeline import run_script
+
+        return run_script(self, text, semantics, repr, on_outcome)
 
     def results(self):
-        """The saved results (metadata: query, catalog version, rows, ...)."""
-        from dltrace.results import ResultStore
+        """The saved results (metadata: query, inputs, catalog version, rows, ...)."""
+        return self.store.list()
 
-        return ResultStore(self.catalog).list()
+    def stale_results(self) -> dict[str, str]:
+        """``{result: why}`` for every saved result computed from inputs that changed since."""
+        return {name: why for name, why in self.store.staleness().items() if why}
 
     def result(self, name: str):
         """The rows of saved result ``name``: ``_row``, the query's columns, ``DL``."""
-        from dltrace.results import ROW, ResultStore
+        from dltrace.results import ROW
 
-        store = ResultStore(self.catalog)
-        return store.rows(self.spark, store.get(name)).orderBy(ROW)
+        return self.store.rows(self.spark, self.store.get(name)).orderBy(ROW)
 
     def drop_result(self, name: str) -> None:
-        from dltrace.results import ResultStore
-
-        ResultStore(self.catalog).drop(name)
+        self.store.drop(name)
 
     def impact(self, source: str, result: str | None = None, query: str | None = None, mode: str | None = None,
                semantics: str = "control", use_index: bool = True):
         """The output rows affected by the bad rows ``source`` names ("TABLE WHERE PREDICATE",
         "TABLE@vK WHERE ..." for data version K), in saved ``result`` or in ``query``'s output;
-        ``DL`` narrowed to the bad ids.  ``mode``: stored (default with a result) or reeval."""
+        ``DL`` narrowed to the bad ids.  ``mode``: stored (default with a result) or reeval.
+        With neither ``result`` nor ``query``: ``{result name: affected rows}`` over every
+        saved result (stored lineage)."""
         from dltrace.impact import impact
 
         return impact(self, source, result, query, mode, semantics, use_index)

@@ -37,7 +37,7 @@ class GranuleDecoder:
             raise BadInput("decoding granules needs a non-empty LINEAGE ON (expr, ...)")
         self.session = session
         self.label = lineage_on_sql(parsed)
-        self.granularity: Granularity = resolve(parsed, parse(query), session.catalog.schemas())
+        self.granularity: Granularity = resolve(parsed, parse(session.traceable_on_values(query)), session.catalog.schemas())
         self._granules: dict[int, tuple[Provider, Granule]] | None = None
 
     def decode(self, ids: Iterable[int] | bytes) -> list[Granule]:

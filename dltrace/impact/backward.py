@@ -2,7 +2,9 @@
 
 The row's DL already names them; explain only fetches them, from the data version each
 table had when the result was saved (a revision keeps old versions, and the DL holds their
-ids).  A table's ids, when few, are a literal list that Parquet's min/max statistics turn
+ids).  Through a pipeline the DL may hold ids of several versions of a table (a step read
+an older result and a newer table); each id is unique across versions, so the rows are
+fetched from each of them once.  A table's ids, when few, are a literal list that Parquet's min/max statistics turn
 into skipped row groups (table files are in id order); when many (a DL of 200,000 ids),
 they are joined inside Spark, from the row's DL exploded, instead of shipped as literals.
 """
@@ -34,9 +36,11 @@ def explain(session, result: str, row: int) -> dict[str, object]:
     explained = {}
     for code, ids in sorted(ids_by_code.items()):
         table = session.catalog.table_of_code(code)
-        version = saved.tables.get(table)
-        schema = session.catalog.entry(table).version_schema(version)
-        data = read_parquet(spark, session.catalog.data_path(table, version), schema)
+        data = None
+        for version in saved.lineage_tables.get(table) or [None]:
+            schema = session.catalog.entry(table).version_schema(version)
+            frame = read_parquet(spark, session.catalog.data_path(table, version), schema)
+            data = frame if data is None else data.unionByName(frame, allowMissingColumns=True).dropDuplicates([ID_COLUMN])
         if len(ids) <= LITERAL_IDS:
             found = data.where(f"{ID_COLUMN} IN ({', '.join(map(str, ids))})")
         else:

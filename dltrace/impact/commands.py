@@ -27,8 +27,8 @@ def add_parsers(commands, common: argparse.ArgumentParser) -> None:
     """The subcommands, added to the ``dltrace`` parser."""
     impact = commands.add_parser("impact", parents=[common], help="the output rows bad source rows affected")
     impact.add_argument("--source", required=True, help=f"the bad rows: {SOURCE_FORM}")
-    target = impact.add_mutually_exclusive_group(required=True)
-    target.add_argument("--result", help="a saved result (dltrace sql QUERY --save NAME)")
+    target = impact.add_mutually_exclusive_group()
+    target.add_argument("--result", help="a saved result (dltrace sql QUERY --save NAME); neither: every saved result")
     target.add_argument("--query", help="SQL text or @file.sql, run again with lineage for the bad rows only")
     impact.add_argument("--mode", choices=MODES, help="stored (default with --result) or reeval (default with --query)")
     impact.add_argument("--semantics", choices=("control", "data"), default="control", help="for --query")
@@ -88,6 +88,8 @@ def _impact(session, args: argparse.Namespace, query_text) -> int:
 
     query = query_text(args.query) if args.query is not None else None
     limit = output_limit(args)
+    if args.result is None and query is None:
+        return _impact_everywhere(session, args, limit)
     frame = session.impact(args.source, result=args.result, query=query, mode=args.mode,
                            semantics=args.semantics, use_index=not args.no_index)
     reeval = (args.mode or ("stored" if args.result else "reeval")) == "reeval"
@@ -109,8 +111,35 @@ def _impact(session, args: argparse.Namespace, query_text) -> int:
     return 0
 
 
+def _impact_everywhere(session, args: argparse.Namespace, limit: int | None) -> int:
+    """Every saved result whose lineage reaches the source's table: table output gives a
+    line per result with its count, then its rows; JSON one object per affected row, with
+    the result's name in ``"result"``."""
+    found = session.impact(args.source, mode=args.mode, use_index=not args.no_index)
+    affected = 0
+    for name, frame in found.items():
+        rows = list(row_dicts((frame.limit(limit + 1) if limit is not None else frame).collect()))
+        if args.format == "json":
+            write_json(({"result": name, **row} for row in rows[:limit]), sys.stdout)
+            continue
+        count = len(rows) if len(rows) <= limit else frame.count()
+        affected += count
+        more = f" (first {limit}: raise --limit)" if count > limit else ""
+        print(f"{name}: {count} affected rows{more}")
+        if rows and limit:
+            write_table(rows[:limit], frame.columns, session.catalog, sys.stdout)
+            print()
+    if args.format == "table":
+        table = parse_source(args.source, session.catalog).table
+        print(f"({affected} affected rows in {len(found)} saved results whose lineage reaches {table})")
+    return 0
+
+
 def _explain(session, args: argparse.Namespace) -> int:
     limit = output_limit(args)
+    through = session.store.upstream(args.result)
+    if through and args.format == "table":
+        print(f"row {args.row} of {args.result.lower()} was computed through saved results: {', '.join(through)}\n")
     for table, frame in session.explain(args.result, args.row).items():
         if args.format == "json":
             write_json(({"table": table, **row.asDict()} for row in frame.toLocalIterator()), sys.stdout)
@@ -138,17 +167,20 @@ def _results(session, args: argparse.Namespace) -> int:
         raise BadInput(f"results list takes no name (got {args.name!r}): did you mean `results drop {args.name}`?")
     saved = session.results()
     if args.format == "json":
-        write_json((asdict(result) for result in saved), sys.stdout)
+        stale = session.store.staleness()
+        write_json(({**asdict(result), "stale": stale.get(result.name)} for result in saved), sys.stdout)
         return 0
-    columns = ["name", "rows", "catalog_version", "semantics", "index", "created", "query"]
+    stale = session.store.staleness()
+    columns = ["name", "rows", "semantics", "index", "created", "inputs", "status", "query"]
     records = [
         {
             "name": r.name,
             "rows": r.rows,
-            "catalog_version": r.catalog_version,
             "semantics": r.semantics,
             "index": "yes" if r.index else "no",
             "created": dt.datetime.fromtimestamp(r.created_at).isoformat(timespec="seconds"),
+            "inputs": " ".join([*(f"{t}@v{v}" for t, v in r.tables.items()), *(f"result:{n}" for n in r.results)]),
+            "status": f"STALE: {stale[r.name]}" if stale.get(r.name) else "current",
             "query": " ".join(r.query.split()),
         }
         for r in saved

@@ -23,7 +23,6 @@ import warnings
 import numpy as np
 from sqlglot import exp
 
-from dltrace import rewriter
 from dltrace.catalog import ID_COLUMN
 from dltrace.errors import BadInput
 from dltrace.impact.key_index import rows_to_search
@@ -48,14 +47,17 @@ def impact(session, source: str, result: str | None = None, query: str | None = 
     """The output rows affected by the rows ``source`` names, from saved ``result`` or ``query``.
 
     ``mode`` defaults to ``stored`` for a result and ``reeval`` for a query; ``reeval`` with a
-    result reruns its saved query on the current data.
+    result reruns its saved query on the current data (saved results it reads inlined).
+    With neither: ``{name: rows}`` for every saved result, from stored lineage.
     """
-    if (result is None) == (query is None):
-        raise BadInput("impact needs a saved result (--result NAME) or a query (--query QUERY), one of them")
-    mode = mode or ("stored" if result is not None else "reeval")
+    if result is not None and query is not None:
+        raise BadInput("impact takes a saved result (--result NAME) or a query (--query QUERY), not both")
+    mode = mode or ("stored" if query is None else "reeval")
     if mode not in MODES:
         raise BadInput(f"unknown impact mode '{mode}': use stored or reeval")
     bad = parse_source(source, session.catalog)
+    if result is None and query is None:
+        return impact_everywhere(session, bad, mode, use_index)
     saved = ResultStore(session.catalog).get(result) if result is not None else None
     if saved is not None:
         warn_if_stale(session, saved, bad, mode)
@@ -66,6 +68,24 @@ def impact(session, source: str, result: str | None = None, query: str | None = 
     if saved is not None:
         query, semantics = saved.query, saved.semantics
     return reeval_impact(session, bad, query, semantics)
+
+
+def impact_everywhere(session, source: Source, mode: str = "stored", use_index: bool = True) -> dict:
+    """``{result name: affected rows}`` for every saved result whose lineage can hold ids of
+    the source's table: the bad ids are read once, and each result is searched with them
+    (its forward index when it has one), one lookup per result, not per id."""
+    store = ResultStore(session.catalog)
+    candidates = [r for r in store.list() if source.table in r.lineage_tables]
+    stale = {name: why for name, why in store.staleness().items() if why}
+    if stale and mode == "stored":
+        warnings.warn(ImpactWarning(f"{len(stale)} saved results are stale ({', '.join(sorted(stale))}): rows new or "
+                                    f"changed since they were saved are not in their lineage"), stacklevel=3)
+    if mode == "reeval":
+        return {r.name: reeval_impact(session, source, r.query, r.semantics) for r in candidates}
+    ids = collect_bad_ids(session, source)
+    if not len(ids):
+        warnings.warn(ImpactWarning(f"no rows match {source.text}: nothing is affected"), stacklevel=3)
+    return {r.name: search_result(session, store, r, ids, use_index) for r in candidates}
 
 
 def bad_rows(session, source: Source):
@@ -107,15 +127,20 @@ def int_column(frame) -> np.ndarray:
 
 def stored_impact(session, source: Source, saved: SavedResult, use_index: bool = True):
     """The rows of ``saved`` whose DL overlaps the bad ids, ``DL`` narrowed to those ids."""
-    from pyspark.sql import functions as F
-
-    spark = session.spark
-    store = ResultStore(session.catalog)
-    rows = store.rows(spark, saved)
-    index = store.index(spark, saved) if use_index else None
     ids = collect_bad_ids(session, source)
     if not len(ids):
         warnings.warn(ImpactWarning(f"no rows match --source {source.text}: nothing is affected"), stacklevel=3)
+    return search_result(session, ResultStore(session.catalog), saved, ids, use_index)
+
+
+def search_result(session, store: ResultStore, saved: SavedResult, ids: np.ndarray, use_index: bool = True):
+    """The rows of ``saved`` whose DL holds one of ``ids`` (sorted), ``DL`` narrowed to them."""
+    from pyspark.sql import functions as F
+
+    spark = session.spark
+    rows = store.rows(spark, saved)
+    index = store.index(spark, saved) if use_index else None
+    if not len(ids):
         return rows.limit(0)
     if len(ids) > LITERAL_IDS:
         return _joined_impact(spark, rows, index, ids)
@@ -157,16 +182,14 @@ def reeval_impact(session, source: Source, query: str, semantics: str = "control
     """
     from pyspark.sql import functions as F
 
-    catalog = session.catalog
-
     def bad_ids_only(table: exp.Table) -> tuple[exp.Expression, bool] | None:
         # other tables contribute nothing (a subquery reading only them gets no lineage copy)
         if table.name.lower() != source.table:
             return None
         return exp.column(BAD_ID, table=table.alias_or_name), True
 
-    codes = {name: entry.code for name, entry in catalog.tables.items()}
-    expression = rewriter.rewrite(rewriter.parse(query), catalog.schemas(), codes, "set", semantics, bad_ids_only)
+    # saved results the query reads are inlined: their lineage would name every row
+    expression = session.lineage_expression(session.expand(query, inline_results=True), semantics, "set", bad_ids_only)
     view = _bad_rows_view(session, source)
     for node in expression.find_all(exp.Table):
         if node.name.lower() == source.table:
@@ -207,6 +230,10 @@ def warn_if_stale(session, saved: SavedResult, source: Source, mode: str) -> Non
     changed = {t: (v, catalog.entry(t).version) for t, v in saved.tables.items()
                if t in catalog.tables and catalog.entry(t).version != v}
     if not changed:
+        why = ResultStore(catalog).staleness().get(saved.name)
+        if why:
+            warnings.warn(ImpactWarning(f"result {saved.name} is stale ({why}): rows new or changed since are not "
+                                        f"in its lineage"), stacklevel=3)
         return
     what = ", ".join(f"{t} v{old} -> v{new}" for t, (old, new) in sorted(changed.items()))
     if mode == "reeval":

@@ -30,7 +30,7 @@ from dltrace.rewriter.representation import REPRESENTATIONS, SET
 from dltrace.rewriter.semi_anti_join import semi_anti_join
 from dltrace.rewriter.set_operation import union_all
 from dltrace.rewriter.subquery_condition import subquery_condition
-from dltrace.rewriter.subquery_copies import in_lineage_copy, is_skipped, subquery_copies
+from dltrace.rewriter.subquery_copies import ctes_read_by_copies, in_cte, in_lineage_copy, is_skipped, subquery_copies
 from dltrace.rewriter.subquery_value import subquery_value
 from dltrace.rewriter.unsupported import refuse_unsupported
 from dltrace.rewriter.window import window
@@ -68,32 +68,37 @@ def rewrite(
     ids_ordered_by_table: bool = True,
     table_rows: dict[str, int] | None = None,
     table_keys: dict[str, list[str]] | None = None,
+    saved: dict[str, frozenset[str]] | None = None,
 ) -> exp.Expression:
     """``expression`` rewritten so that it also outputs ``DL``, its rows' lineage.
 
     ``id_source`` says where each table occurrence's ids come from (default: ``_dl_id``);
     ``ids_ordered_by_table`` is False when they are not row ids (e.g. granule hashes);
-    ``table_rows`` and ``table_keys`` (catalog statistics) let ``auto`` choose.
+    ``table_rows`` and ``table_keys`` (catalog statistics) let ``auto`` choose; ``saved``
+    names the saved results the query may read, with the base tables their lineage covers
+    (``schemas`` has their columns).
     """
     if semantics not in SEMANTICS:
         raise BadInput(f"unknown semantics '{semantics}': use control or data")
     if representation not in REPRESENTATIONS:
         raise BadInput(f"unknown representation '{representation}': use {' or '.join(REPRESENTATIONS)}")
     context = RewriteContext(codes, REPRESENTATIONS[representation], semantics, id_source, ids_ordered_by_table)
-    context.table_rows, context.table_keys = table_rows, table_keys
+    context.table_rows, context.table_keys, context.saved = table_rows, table_keys, dict(saved or {})
     expression = qualify_against_catalog(expression, schemas)
     with_ = expression.args.get("with_")
-    context.global_names = frozenset(codes) | frozenset(c.alias_or_name.lower() for c in (with_.expressions if with_ else []))
+    context.global_names = frozenset(codes) | frozenset(context.saved) | frozenset(c.alias_or_name.lower() for c in (with_.expressions if with_ else []))
     for rule in PREPARE:
         expression = rule(expression, context)
-    in_copy = replace(context, representation=SET)  # lineage copies use native sets
+    in_copy = replace(context, representation=SET)  # lineage copies, and CTEs they read, use native sets
+    native_ctes = ctes_read_by_copies(expression)
     for scope in traverse_scope(expression):
         node = scope.expression
         if is_skipped(node):
             continue  # an original subquery: its lineage copy is rewritten instead
         rules = SELECT_RULES if isinstance(node, exp.Select) else SET_OPERATION_RULES
+        native = in_lineage_copy(node) or in_cte(node, native_ctes)
         for rule in rules:
-            rule(node, scope, in_copy if in_lineage_copy(node) else context)
+            rule(node, scope, in_copy if native else context)
     return output(expression, context)
 
 
@@ -103,7 +108,8 @@ def rewrite_sql(
     codes: dict[str, int] | None = None,
     representation: str = "set",
     semantics: str = "control",
+    saved: dict[str, frozenset[str]] | None = None,
 ) -> str:
-    """Spark SQL in, lineage Spark SQL out."""
+    """Spark SQL in, lineage Spark SQL out (``saved``: saved results read like tables)."""
     codes = codes if codes is not None else (PAPER_CODES if schemas is PAPER_SCHEMA else {n: i + 1 for i, n in enumerate(sorted(schemas))})
-    return rewrite(parse(sql), schemas, codes, representation, semantics).sql(dialect="spark")
+    return rewrite(parse(sql), schemas, codes, representation, semantics, saved=saved).sql(dialect="spark")

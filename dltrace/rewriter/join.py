@@ -22,19 +22,22 @@ from dltrace.rewriter.base_table import base_table
 from dltrace.rewriter.context import ROWS, RewriteContext, set_lineage, unsupported
 from dltrace.rewriter.derived_table import derived_table
 from dltrace.rewriter.keys import single_row_sources
+from dltrace.rewriter.saved_result import saved_result
 from dltrace.rewriter.terms import Term
 
 JOIN_KINDS = {"", "INNER", "CROSS", "OUTER"}
 
 
 def source_lineage(source: exp.Expression, scope: Scope, context: RewriteContext) -> tuple[Term, ...]:
-    """Lineage of one FROM/JOIN source: a registered table, a CTE or a subquery."""
+    """Lineage of one FROM/JOIN source: a registered table, a saved result, a CTE or a subquery."""
     alias = source.alias_or_name
     inner = scope.sources.get(alias)
     if isinstance(inner, Scope):
         return derived_table(alias, inner, context)
     if isinstance(source, exp.Table) and source.name.lower() in context.codes:
         return base_table(source, scope, context)
+    if isinstance(source, exp.Table) and source.name.lower() in context.saved:
+        return saved_result(source, context)
     raise unsupported(source, "this kind of FROM source")
 
 

@@ -32,6 +32,14 @@ RESERVED_OUTPUT = "dl"
 
 def parse(sql: str) -> exp.Expression:
     """One Spark SQL query, or a ``SqlSyntaxError`` that says where it stops making sense."""
+    statement = parse_statement(sql)
+    if not isinstance(statement, exp.Query):
+        raise BadInput(f"only queries can be traced, not {statement.key.upper()} statements")
+    return statement
+
+
+def parse_statement(sql: str) -> exp.Expression:
+    """One Spark SQL statement of any kind (pipelines run ``CREATE ... AS`` statements)."""
     try:
         statements = [s for s in sqlglot.parse(sql, read="spark") if s is not None]
     except ParseError as error:
@@ -46,11 +54,8 @@ def parse(sql: str) -> exp.Expression:
     except TokenError as error:
         raise SqlSyntaxError(f"syntax error: {error}") from None
     if len(statements) != 1:
-        raise BadInput(f"expected one query, got {len(statements)} statements")
-    statement = statements[0]
-    if not isinstance(statement, exp.Query):
-        raise BadInput(f"only queries can be traced, not {statement.key.upper()} statements")
-    return statement
+        raise BadInput(f"expected one statement, got {len(statements)}: run a script of several with `dltrace run FILE.sql`")
+    return statements[0]
 
 
 def qualify_against_catalog(expression: exp.Expression, schemas: dict[str, dict[str, str]]) -> exp.Expression:

@@ -53,6 +53,37 @@ def is_skipped(node: exp.Expression) -> bool:
     return _marked(node, SKIP)
 
 
+def ctes_read_by_copies(expression: exp.Expression) -> frozenset[str]:
+    """The CTEs a lineage copy reads, directly or through other CTEs.
+
+    A copy becomes a scalar subquery, where Spark cannot run Python UDFs, so these CTEs are
+    rewritten with native sets too (their lineage columns would be roBDDs otherwise, which
+    the copy would have to decode in Python).
+    """
+    with_ = expression.args.get("with_")
+    if with_ is None:
+        return frozenset()
+    bodies = {cte.alias_or_name.lower(): cte.this for cte in with_.expressions}
+    pending = [t.name.lower() for copy in expression.find_all(exp.Select) if copy.meta.get(CLAUSE)
+               for t in copy.find_all(exp.Table)]
+    found: set[str] = set()
+    while pending:
+        name = pending.pop()
+        if name in bodies and name not in found:
+            found.add(name)
+            pending.extend(t.name.lower() for t in bodies[name].find_all(exp.Table))
+    return frozenset(found)
+
+
+def in_cte(node: exp.Expression | None, names: frozenset[str]) -> bool:
+    """True when ``node`` is (inside) the body of one of the CTEs ``names``."""
+    while node is not None:
+        if isinstance(node, exp.CTE) and node.alias_or_name.lower() in names:
+            return True
+        node = node.parent
+    return False
+
+
 def _marked(node: exp.Expression | None, key: str) -> bool:
     """True when ``node`` or one of its ancestors carries ``key`` in its meta."""
     while node is not None:

@@ -1,0 +1,148 @@
+"""Pipeline scripts (``dltrace run FILE.sql``, ``LineageSession.run_script``): statements run
+in order, each step's result saved with its lineage for the next to read.
+
+A script is ``;``-separated statements:
+
+* ``CREATE [OR REPLACE] TABLE name AS query`` — a *step*: the query runs with lineage and is
+  saved as result ``name`` (``IF NOT EXISTS`` skips a step whose result exists);
+* ``CREATE [OR REPLACE] [TEMP|TEMPORARY] VIEW name AS query`` — a view that later statements
+  read as if inlined (nothing is computed or stored; without TEMP it is kept in the catalog);
+* a query (optionally ending in ``LINEAGE ON (...)``) — its rows with lineage.
+
+Later statements read earlier steps by name, and a step's lineage is the saved lineage of
+the rows it reads, so lineage reaches the base rows through every step.  A failing statement
+stops the script with one line naming it and its line; results saved by earlier steps stay,
+and a step replaces its old result only once the new one is complete (results.py).
+
+>>> [(s.number, s.line, s.text) for s in split_statements("-- prepare\\nSELECT 1;\\n\\nCREATE VIEW v AS\\n  SELECT 2;;")]
+[(1, 2, 'SELECT 1'), (2, 4, 'CREATE VIEW v AS\\n  SELECT 2')]
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from sqlglot import exp
+from sqlglot.errors import TokenError
+from sqlglot.tokens import TokenType
+
+from dltrace.errors import BadInput, DltraceError, SqlSyntaxError
+from dltrace.granularity import split_lineage_on
+
+SUPPORTED = ("a script runs CREATE [OR REPLACE] TABLE name AS query (a saved step), "
+             "CREATE [OR REPLACE] [TEMP] VIEW name AS query, and queries")
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One statement of a script: its text, the line it starts on, its number (from 1)."""
+
+    text: str
+    line: int
+    number: int
+
+    @property
+    def head(self) -> str:
+        """The statement's first words, to name it in messages."""
+        words = " ".join(self.text.split())
+        return words if len(words) <= 40 else words[:37] + "..."
+
+
+@dataclass
+class Outcome:
+    """What a statement did: ``kind`` is "table" (a saved step), "view" or "query"."""
+
+    statement: Statement
+    kind: str
+    name: str | None = None
+    rows: int | None = None
+    seconds: float = 0.0
+    frame: object | None = None  # a query's rows (a Spark DataFrame), not yet computed
+    lineage_on: object | None = None  # a query's LINEAGE ON, for decoding its DL
+    skipped: bool = False  # CREATE TABLE IF NOT EXISTS over an existing result
+
+
+def split_statements(text: str) -> list[Statement]:
+    """The script's statements, split at ``;`` outside strings and comments."""
+    from sqlglot.dialects.spark import Spark
+
+    try:
+        tokens = Spark().tokenize(text)
+    except TokenError as error:
+        raise SqlSyntaxError(f"syntax error: {error}") from None
+    statements, current = [], []
+    for token in [*tokens, None]:
+        if token is not None and token.token_type is not TokenType.SEMICOLON:
+            current.append(token)
+            continue
+        if current:
+            body = text[current[0].start : current[-1].end + 1]
+            statements.append(Statement(body, current[0].line, len(statements) + 1))
+        current = []
+    return statements
+
+
+def _has_lineage_on(text: str) -> bool:
+    """True when ``LINEAGE ON`` appears outside strings (a CREATE statement parses it as an
+    ``ON`` property, so the query's own clause detection does not see it)."""
+    from sqlglot.dialects.spark import Spark
+
+    tokens = Spark().tokenize(text)
+    return any(a.token_type is TokenType.VAR and a.text.upper() == "LINEAGE" and b.token_type is TokenType.ON
+               for a, b in zip(tokens, tokens[1:]))
+
+
+def run_script(session, text: str, semantics: str = "control", repr: str = "set",
+               on_outcome: Callable[[Outcome], None] | None = None) -> list[Outcome]:
+    """Run every statement of ``text`` in order; ``on_outcome`` sees each as it completes."""
+    statements = split_statements(text)
+    if not statements:
+        raise BadInput(f"the script has no statements: {SUPPORTED}")
+    outcomes = []
+    for statement in statements:
+        try:
+            outcome = run_statement(session, statement, semantics, repr)
+        except DltraceError as error:
+            raise type(error)(f"statement {statement.number} (line {statement.line}, {statement.head}): {error}") from None
+        outcomes.append(outcome)
+        if on_outcome is not None:
+            on_outcome(outcome)
+    return outcomes
+
+
+def run_statement(session, statement: Statement, semantics: str = "control", repr: str = "set") -> Outcome:
+    """Run one statement: save a step, define a view, or return a query's rows."""
+    from dltrace.rewriter.qualify import parse_statement
+
+    started = time.perf_counter()
+    text, lineage_on = split_lineage_on(statement.text, None)
+    parsed = parse_statement(text)
+    if isinstance(parsed, exp.Query):
+        frame = session.sql(text, semantics, repr, lineage_on=lineage_on)
+        return Outcome(statement, "query", frame=frame, lineage_on=lineage_on, seconds=time.perf_counter() - started)
+    kind = str(parsed.args.get("kind") or "").upper() if isinstance(parsed, exp.Create) else ""
+    if kind not in ("TABLE", "VIEW"):
+        what = f"CREATE {kind}" if isinstance(parsed, exp.Create) else parsed.key.upper()
+        raise BadInput(f"{what} statements are not supported: {SUPPORTED}")
+    target, query = parsed.this, parsed.expression
+    if not isinstance(target, exp.Table) or target.args.get("db") or not isinstance(query, exp.Query):
+        raise BadInput(f"CREATE {kind} needs a plain name and AS query: {SUPPORTED}")
+    if lineage_on is not None or _has_lineage_on(text):
+        raise BadInput(f"LINEAGE ON belongs to queries: CREATE {kind} keeps base-row lineage")
+    properties = list((parsed.args.get("properties") or exp.Properties()).expressions)
+    temporary = any(isinstance(p, exp.TemporaryProperty) for p in properties)
+    options = [p for p in properties if not (kind == "VIEW" and isinstance(p, exp.TemporaryProperty))]
+    if options:
+        raise BadInput(f"CREATE {kind} options ({options[0].sql(dialect='spark')}) are not supported: "
+                       "a step is saved as a result in the catalog")
+    name, body = target.name, query.sql(dialect="spark")
+    replace = bool(parsed.args.get("replace"))
+    if kind == "VIEW":
+        session.create_view(name, body, temporary=temporary, replace=replace)
+        return Outcome(statement, "view", name=name.lower(), seconds=time.perf_counter() - started)
+    if parsed.args.get("exists") and session.store.exists(name):
+        return Outcome(statement, "table", name=name.lower(), skipped=True, rows=session.store.get(name).rows)
+    saved = session.create_table(name, body, semantics, repr, replace=replace)
+    return Outcome(statement, "table", name=saved.name, rows=saved.rows, seconds=time.perf_counter() - started)

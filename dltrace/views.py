@@ -1,0 +1,120 @@
+"""Views and inlining: named queries that other queries read as if written in place.
+
+``CREATE [OR REPLACE] [TEMP] VIEW name AS query`` defines a view (paper §2: a view's rows
+map to base rows, so its lineage is its query's).  Nothing is computed or stored for a view:
+a query that reads one gets the view's query as a CTE in front of its own, and is rewritten
+like any query with CTEs.  A temporary view lives as long as its ``LineageSession`` (one
+``dltrace run`` script); a view without TEMP is kept in the catalog directory as
+``views/<name>.json`` (its query), so later commands read it too.
+
+Impact re-evaluation inlines saved results the same way: a result's recorded query becomes a
+CTE, down to the base tables, which is what a pipeline of saved steps must equal.
+
+>>> from dltrace.rewriter import parse
+>>> views = {"ca": "SELECT s_id FROM store WHERE state = 'CA'", "ca_sales": "SELECT * FROM sales JOIN ca USING (s_id)"}
+>>> print(inline(parse("SELECT count(*) FROM ca_sales"), views.get).sql("spark"))
+WITH ca AS (SELECT s_id FROM store WHERE state = 'CA'), ca_sales AS (SELECT * FROM sales JOIN ca USING (s_id)) SELECT COUNT(*) FROM ca_sales
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable
+
+from sqlglot import exp
+
+from dltrace.catalog import NAME_PATTERN, Catalog
+from dltrace.errors import BadInput, CatalogError
+
+DIRECTORY = "views"
+
+
+@dataclass
+class View:
+    """A named query, as kept in ``views/<name>.json``."""
+
+    name: str
+    query: str
+    created_at: float
+
+
+class ViewStore:
+    """The views kept in one catalog directory."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.directory = catalog.directory / DIRECTORY
+
+    def _file(self, name: str) -> Path:
+        return self.directory / f"{name.lower()}.json"
+
+    def all(self) -> dict[str, View]:
+        views = {}
+        for file in sorted(self.directory.glob("*.json")) if self.directory.exists() else []:
+            try:
+                view = View(**json.loads(file.read_text()))
+            except (OSError, ValueError, TypeError) as error:
+                raise CatalogError(f"cannot read view {file}: {error}") from None
+            views[view.name] = view
+        return views
+
+    def save(self, name: str, query: str) -> View:
+        """Write the view atomically (a temporary file renamed over the old one)."""
+        if not NAME_PATTERN.match(name):
+            raise BadInput(f"'{name}' is not a valid view name: use letters, digits and _")
+        view = View(name.lower(), query, time.time())
+        self.directory.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".view-", suffix=".tmp")
+        with os.fdopen(fd, "w") as handle:
+            json.dump(asdict(view), handle, indent=2)
+        os.replace(tmp, self._file(name))
+        return view
+
+    def drop(self, name: str) -> None:
+        if not self._file(name).exists():
+            known = ", ".join(self.all()) or "none"
+            raise BadInput(f"no view '{name}' (views: {known})")
+        self._file(name).unlink()
+
+
+def inline(expression: exp.Query, definition: Callable[[str], str | None]) -> exp.Query:
+    """``expression`` with every named query it reads, directly or through another, as a
+    CTE in front of its own CTEs, in dependency order.  ``definition(name)`` is the query
+    text of a view or result, None for anything else; the query's own top-level CTEs
+    shadow names as they would in SQL."""
+    from dltrace.rewriter import parse
+
+    own = {cte.alias_or_name.lower() for cte in expression.ctes}
+    ordered: list[tuple[str, exp.Query]] = []
+    done: set[str] = set()
+
+    def visit(query: exp.Expression, reading: tuple[str, ...]) -> None:
+        for table in query.find_all(exp.Table):
+            name = table.name.lower()
+            if table.args.get("db") or name in own or name in done:
+                continue
+            text = definition(name)
+            if text is None:
+                continue
+            if name in reading:
+                raise BadInput(f"{' -> '.join((*reading, name))}: a view cannot read itself")
+            body = parse(text)
+            visit(body, (*reading, name))
+            ordered.append((name, body))
+            done.add(name)
+
+    visit(expression, ())
+    if not ordered:
+        return expression
+    expression = expression.copy()
+    ctes = [exp.CTE(this=body, alias=exp.TableAlias(this=exp.to_identifier(name))) for name, body in ordered]
+    with_ = expression.args.get("with_")
+    if with_ is None:
+        expression.set("with_", exp.With(expressions=ctes))
+    else:
+        with_.set("expressions", ctes + list(with_.expressions))
+    return expression

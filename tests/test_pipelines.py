@@ -1,0 +1,343 @@
+"""Pipelines: saved results read like tables, views, scripts, impact across every result.
+
+* Oracle: materializing a step changes nothing.  Three TPC-H pipelines (an aggregate over
+  an aggregate, two saved results joined, a saved result read twice and inside subqueries)
+  give the same (row, DL) bag as the single query that inlines their steps as CTEs, under
+  both semantics and with sets and roBDDs; every step's result passes the DuckDB
+  completeness oracle against the base tables.
+* Impact with no result searches every saved result, and agrees with stored impact per
+  result and with re-evaluation of each result's query.
+* Staleness follows inputs through other results; every bad input is one line, exit 2,
+  with nothing saved by the failing step and earlier results unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter
+
+import pytest
+
+from dltrace import LineageSession
+from dltrace.errors import BadInput
+from dltrace.ids import split_id
+from dltrace.impact import ImpactWarning
+from tests.oracle import DuckOracle, check_completeness
+from tests.test_cli import cli, one_line
+
+# (name, [(step name, step query)], final query): each step reads base tables or earlier steps
+PIPELINES = {
+    "aggregate_of_aggregates": (
+        [
+            ("custrev", "select c_custkey, c_nationkey, sum(l_extendedprice * (1 - l_discount)) as revenue "
+                        "from customer join orders on c_custkey = o_custkey join lineitem on l_orderkey = o_orderkey "
+                        "where l_returnflag = 'R' group by c_custkey, c_nationkey"),
+            ("natrev", "select n_regionkey, n_name, sum(revenue) as revenue, count(*) as customers "
+                       "from custrev join nation on c_nationkey = n_nationkey group by n_regionkey, n_name"),
+        ],
+        "select r_name, sum(revenue) as revenue, sum(customers) as customers "
+        "from natrev join region on n_regionkey = r_regionkey group by r_name",
+    ),
+    "two_results_joined": (
+        [
+            ("stock", "select s_nationkey as nationkey, sum(ps_supplycost * ps_availqty) as stock "
+                      "from supplier join partsupp on s_suppkey = ps_suppkey where ps_availqty > 9000 group by s_nationkey"),
+            ("buyers", "select c_nationkey as nationkey, count(*) as customers from customer "
+                       "where c_acctbal > 9000 group by c_nationkey"),
+        ],
+        "select s.nationkey, stock, customers from stock s left join buyers b on s.nationkey = b.nationkey "
+        "where stock > 1000000",
+    ),
+    "read_twice_and_in_subqueries": (
+        [
+            ("ordqty", "select o_orderkey, o_custkey, o_orderpriority, sum(l_quantity) as qty "
+                       "from orders join lineitem on o_orderkey = l_orderkey "
+                       "where o_orderdate < date '1992-04-01' group by o_orderkey, o_custkey, o_orderpriority"),
+        ],
+        "select o_orderpriority, count(*) as n from ordqty v "
+        "where qty > (select avg(qty) from ordqty) "
+        "and exists (select 1 from ordqty w where w.o_custkey = v.o_custkey and w.o_orderkey <> v.o_orderkey) "
+        "group by o_orderpriority",
+    ),
+}
+VARIANTS = [("control", "set"), ("data", "set"), ("control", "bdd"), ("data", "bdd")]
+
+
+@pytest.fixture(scope="module")
+def pipelines(spark, tpch, tmp_path_factory) -> LineageSession:
+    """TPC-H SF 0.01 in a catalog of its own (a copy of the tables), so saved steps do not
+    show up in other tests' results."""
+    directory = tmp_path_factory.mktemp("pipelines") / "catalog"
+    shutil.copytree(tpch.catalog.directory, directory, ignore=shutil.ignore_patterns("results", "indexes"))
+    return LineageSession(directory, spark=spark)
+
+
+@pytest.fixture(scope="module")
+def oracle(pipelines) -> DuckOracle:
+    return DuckOracle(pipelines)
+
+
+def inlined(steps: list[tuple[str, str]], final: str) -> str:
+    """The pipeline as one query: its steps as CTEs (written here, without dltrace code)."""
+    if not steps:
+        return final
+    return "with " + ", ".join(f"{name} as ({query})" for name, query in steps) + " " + final
+
+
+def bag(rows) -> Counter:
+    """(values, DL) pairs as a bag; ``_row`` ignored, decimals compared as text."""
+    return Counter(
+        (tuple(str(v) for k, v in r.asDict().items() if k not in ("DL", "_row")), tuple(sorted(r.DL))) for r in rows
+    )
+
+
+def script_of(steps: list[tuple[str, str]], final: str, prefix: str) -> tuple[str, str]:
+    """The pipeline as a script whose steps are saved as ``prefix + name``, and its final
+    query with those names."""
+    rename = lambda text: _renamed(text, [n for n, _ in steps], prefix)  # noqa: E731
+    body = ";\n".join(f"create or replace table {prefix}{name} as\n  {rename(query)}" for name, query in steps)
+    return body + ";\n", rename(final)
+
+
+def _renamed(text: str, names: list[str], prefix: str) -> str:
+    import re
+
+    for name in names:
+        text = re.sub(rf"\b(from|join)\s+{name}\b", rf"\1 {prefix}{name}", text)
+    return text
+
+
+@pytest.mark.parametrize("semantics, representation", VARIANTS)
+@pytest.mark.parametrize("pipeline", list(PIPELINES))
+def test_materializing_a_step_changes_nothing(pipelines, oracle, pipeline, semantics, representation):
+    steps, final = PIPELINES[pipeline]
+    prefix = f"{pipeline[:4]}_{semantics[0]}{representation[0]}_"
+    script, final_query = script_of(steps, final, prefix)
+    outcomes = pipelines.run_script(script + final_query, semantics=semantics, repr=representation)
+    assert [o.kind for o in outcomes] == ["table"] * len(steps) + ["query"]
+    through_steps = outcomes[-1].frame.collect()
+    one_query = pipelines.sql(inlined(steps, final), semantics, representation).collect()
+    assert through_steps, f"{pipeline} returns no rows at SF 0.01: pick other parameters"
+    assert bag(through_steps) == bag(one_query)
+    if representation == "set":
+        for index, (name, _) in enumerate(steps):  # each step against the base tables
+            saved = pipelines.result(prefix + name).drop("_row").collect()
+            assert saved and bag(saved) == bag(pipelines.sql(inlined(steps[:index], steps[index][1]), semantics).collect())
+            if semantics == "control":
+                check_completeness(oracle, inlined(steps[:index], steps[index][1]), saved, tree=False, most=5)
+        if semantics == "control":
+            check_completeness(oracle, inlined(steps, final), through_steps, tree=False, most=5)
+
+
+def test_saved_lineage_and_row_numbers_are_not_query_columns(pipelines):
+    pipelines.run_script("create or replace table cols_by_nation as "
+                         "select c_nationkey, count(*) as n from customer group by c_nationkey")
+    frame = pipelines.sql("select * from cols_by_nation")
+    assert frame.columns == ["c_nationkey", "n", "DL"]
+    assert pipelines.sql("select * from cols_by_nation", lineage=False).columns == ["c_nationkey", "n"]
+    with pytest.raises(BadInput, match="(?i)column 'dl'"):
+        pipelines.sql("select c_nationkey, DL from cols_by_nation")
+
+
+# --- impact across every result, explain through steps ------------------------------------
+
+
+@pytest.fixture(scope="module")
+def two_steps(pipelines) -> dict[str, list]:
+    """A two-step pipeline saved (control, sets): ``{result: saved rows}``."""
+    steps, _ = PIPELINES["aggregate_of_aggregates"]
+    script, _ = script_of(steps, "", "imp_")
+    pipelines.run_script(script)
+    return {f"imp_{name}": pipelines.result(f"imp_{name}").collect() for name, _ in steps}
+
+
+def test_impact_without_a_result_searches_every_result(pipelines, two_steps):
+    lineitem = pipelines.catalog.entry("lineitem").code
+    row = two_steps["imp_natrev"][0]
+    bad_id = next(i for i in row.DL if split_id(i)[0] == lineitem)
+    (key,) = pipelines.decode([bad_id])["lineitem"]
+    source = f"lineitem WHERE l_orderkey = {key['l_orderkey']} AND l_linenumber = {key['l_linenumber']}"
+    found = pipelines.impact(source=source)
+    assert set(two_steps) <= set(found)
+    for name, frame in found.items():
+        hits = {r._row: list(r.DL) for r in frame.collect()}
+        saved = two_steps.get(name) or pipelines.result(name).collect()
+        assert hits == {r._row: [bad_id] for r in saved if bad_id in r.DL}, name
+        assert hits == {r._row: list(r.DL) for r in pipelines.impact(source, result=name).collect()}
+        reevaluated = pipelines.impact(source, result=name, mode="reeval").collect()
+        assert bag(reevaluated) == bag(frame.collect())
+    assert len({r._row for r in found["imp_natrev"].collect()}) == 1  # one nation's row
+
+
+def test_impact_cli_across_results(capsys, pipelines, two_steps):
+    row = two_steps["imp_custrev"][0]
+    customer = next(i for i in row.DL if split_id(i)[0] == pipelines.catalog.entry("customer").code)
+    (key,) = pipelines.decode([customer])["customer"]
+    catalog = str(pipelines.catalog.directory)
+    code, out, _ = cli(capsys, "impact", "--source", f"customer WHERE c_custkey = {key['c_custkey']}",
+                       "--format", "json", "--catalog", catalog)
+    assert code == 0
+    hits = [json.loads(line) for line in out.splitlines()]
+    assert {h["result"] for h in hits} >= {"imp_custrev", "imp_natrev"}
+    assert all(h["DL"] == [customer] for h in hits)
+    code, out, _ = cli(capsys, "impact", "--source", f"customer WHERE c_custkey = {key['c_custkey']}", "--catalog", catalog)
+    assert code == 0 and "imp_custrev: 1 affected rows" in out and "imp_natrev: 1 affected rows" in out
+
+
+def test_explain_through_steps_names_them(capsys, pipelines, two_steps):
+    row = two_steps["imp_natrev"][0]
+    explained = pipelines.explain("imp_natrev", row._row)
+    ids = sorted(r._dl_id for frame in explained.values() for r in frame.collect())
+    assert ids == sorted(row.DL) and {"customer", "orders", "lineitem", "nation"} == set(explained)
+    assert pipelines.store.upstream("imp_natrev") == ["imp_custrev"]
+    code, out, _ = cli(capsys, "explain", "--result", "imp_natrev", "--row", str(row._row), "--limit", "1",
+                       "--catalog", str(pipelines.catalog.directory))
+    assert code == 0 and "computed through saved results: imp_custrev" in out
+
+
+def test_lineage_on_traces_through_saved_results_to_attribute_values(pipelines, two_steps):
+    on = "LINEAGE ON (n_name)"
+    through = pipelines.sql(f"select n_regionkey, sum(revenue) as r from imp_natrev group by n_regionkey {on}").collect()
+    steps, _ = PIPELINES["aggregate_of_aggregates"]
+    direct = pipelines.sql(inlined(steps, f"select n_regionkey, sum(revenue) as r from natrev group by n_regionkey {on}")).collect()
+    assert bag(through) == bag(direct) and all(len(r.DL) == 5 for r in through)  # five nations per region
+
+
+# --- scripts, views, the CLI ----------------------------------------------------------------
+
+
+def test_run_a_script_from_the_cli(capsys, pipelines, tmp_path):
+    script = tmp_path / "report.sql"
+    script.write_text(
+        "-- a two-step report\n"
+        "create or replace table cli_ordcount as\n"
+        "  select o_custkey, count(*) as orders from orders group by o_custkey;\n"
+        "create temporary view cli_busy as select * from cli_ordcount where orders > 20;\n"
+        "select count(*) as busy from cli_busy;\n"
+    )
+    catalog = str(pipelines.catalog.directory)
+    code, out, err = cli(capsys, "run", str(script), "--format", "json", "--catalog", catalog)
+    assert code == 0, err
+    progress = [line for line in err.splitlines() if line.strip()]
+    assert progress[0].startswith("dltrace: [1/3] line 2: saved result cli_ordcount:") and " rows in " in progress[0]
+    assert progress[1] == "dltrace: [2/3] line 4: defined view cli_busy"
+    (row,) = [json.loads(line) for line in out.splitlines()]
+    expected = pipelines.sql("select count(*) as busy from (select o_custkey from orders group by o_custkey "
+                             "having count(*) > 20)").collect()[0]
+    assert row["busy"] == expected.busy and row["DL"] == sorted(expected.DL)
+    code, out, _ = cli(capsys, "results", "--format", "json", "--catalog", catalog)
+    listed = {json.loads(line)["name"]: json.loads(line) for line in out.splitlines()}
+    assert listed["cli_ordcount"]["tables"] == {"orders": 1} and listed["cli_ordcount"]["stale"] is None
+
+
+def test_sql_takes_one_create_statement_and_views_persist(capsys, pipelines):
+    catalog = str(pipelines.catalog.directory)
+    code, _, err = cli(capsys, "sql", "create or replace view asia as select * from nation where n_regionkey = 2",
+                       "--catalog", catalog)
+    assert code == 0 and "defined view asia" in err
+    code, _, err = cli(capsys, "sql", "create or replace table asia_customers as "
+                       "select n_name, count(*) as n from asia join customer on n_nationkey = c_nationkey group by n_name",
+                       "--catalog", catalog)
+    assert code == 0 and "saved result asia_customers: 5 rows" in err
+    code, out, _ = cli(capsys, "views", "--catalog", catalog)
+    assert code == 0 and "asia" in out
+    assert cli(capsys, "views", "drop", "asia", "--catalog", catalog)[0] == 0
+    assert pipelines.result("asia_customers").count() == 5  # the saved step does not need the view
+
+
+def test_staleness_follows_inputs_through_results(spark, tmp_path, paper):
+    session = LineageSession(tmp_path / "catalog", spark=spark)
+    store_csv = tmp_path / "store.csv"
+    store_csv.write_text(open(paper.catalog.entry("store").source).read())
+    session.register("store", store_csv, key=["s_id"])
+    session.register("sales", paper.catalog.entry("sales").source, key=["t_id"])
+    session.register("item", paper.catalog.entry("item").source, key=["i_id"])
+    session.run_script(
+        "create table by_store as select s_id, sum(num) as n from sales group by s_id;"
+        "create table by_city as select city, sum(n) as n from store join by_store using (s_id) group by city;"
+        "create table top_city as select city from by_city where n > 1000;"
+        "create table by_item as select i_id, count(*) as sold from item join sales using (i_id) group by i_id;"
+    )
+    assert session.stale_results() == {}
+    store_csv.write_text(store_csv.read_text().replace("Albany", "Albany Hills"))
+    session.register("store", store_csv, key=["s_id"])
+    stale = session.stale_results()
+    assert set(stale) == {"by_city", "top_city"}
+    assert stale["by_city"] == "table store changed (v1 -> v2)"
+    assert stale["top_city"] == "through result by_city: table store changed (v1 -> v2)"
+    session.run_script("create or replace table by_store as select s_id, sum(num) as n from sales group by s_id")
+    assert session.stale_results()["by_city"] == "table store changed (v1 -> v2)"
+    session.run_script("create or replace table by_city as "
+                       "select city, sum(n) as n from store join by_store using (s_id) group by city")
+    assert set(session.stale_results()) == {"top_city"}
+    assert session.stale_results()["top_city"] == "result by_city was saved again"
+
+
+# --- bad input: one line, exit 2, nothing saved by the failing step --------------------------
+
+
+@pytest.fixture()
+def bad_input_catalog(pipelines) -> str:
+    pipelines.run_script("create or replace table keep_me as select n_name from nation where n_regionkey = 1;"
+                         "create or replace table data_step as select n_name from nation")
+    return str(pipelines.catalog.directory)
+
+
+BAD_SCRIPTS = [
+    ("create table orders as select 1 as x", "'orders' is already a table"),
+    ("create table keep_me as select 1 as x", "CREATE OR REPLACE TABLE replaces it"),
+    ("create or replace table keep_me as select n_name, missing from nation", "missing"),
+    ("create or replace table keep_me as select count(*) as c from keep_me", "cannot be computed from itself"),
+    ("insert into keep_me select 'x'", "INSERT statements are not supported"),
+    ("drop table keep_me", "DROP statements are not supported"),
+    ("delete from keep_me where true", "DELETE statements are not supported"),
+    ("update keep_me set n_name = 'x'", "UPDATE statements are not supported"),
+    ("create view v as select * from v", "a view cannot read itself"),
+    ("create table if_bad as select n_name from nation lineage on (n_name)", "LINEAGE ON belongs to queries"),
+    ("create view keep_me as select 1 as x", "'keep_me' is already a saved result"),
+    ("select n_name, DL from keep_me", "Column 'dl'"),
+    ("create table t using parquet as select 1 as x", "options (USING PARQUET) are not supported"),
+]
+
+
+@pytest.mark.parametrize("script, expected", BAD_SCRIPTS)
+def test_a_bad_statement_is_one_line_and_saves_nothing(capsys, pipelines, bad_input_catalog, tmp_path, script, expected):
+    before = {r.name: r for r in pipelines.results()}
+    file = tmp_path / "bad.sql"
+    file.write_text("create or replace table ok_first as select r_name from region;\n\n" + script + ";\n")
+    code, _, err = cli(capsys, "run", str(file), "--catalog", bad_input_catalog)
+    line = one_line("\n".join(e for e in err.splitlines() if not e.startswith("dltrace: [")))
+    assert code == 2 and "statement 2 (line 3" in line and expected in line
+    after = {r.name: r for r in pipelines.results()}
+    assert after.pop("ok_first").rows == 5  # the earlier step stays saved
+    assert after == {n: r for n, r in before.items() if n != "ok_first"}
+
+
+def test_semantics_of_saved_lineage_do_not_mix(capsys, pipelines, bad_input_catalog):
+    pipelines.run_script("create or replace table data_only as select n_name from nation", semantics="data")
+    code, _, err = cli(capsys, "sql", "select count(*) from data_only", "--catalog", bad_input_catalog)
+    assert code == 2 and "holds data lineage and this query asks for control" in one_line(err)
+    code, _, _ = cli(capsys, "sql", "select count(*) from data_only", "--semantics", "data", "--catalog", bad_input_catalog)
+    assert code == 0
+
+
+def test_names_are_one_namespace(capsys, pipelines, bad_input_catalog, paper):
+    code, _, err = cli(capsys, "register", "keep_me", str(paper.catalog.entry("item").source), "--catalog", bad_input_catalog)
+    assert code == 2 and "'keep_me' is already a saved result" in one_line(err)
+    code, _, err = cli(capsys, "sql", "select * from nation", "--save", "region", "--catalog", bad_input_catalog)
+    assert code == 2 and "'region' is already a table" in one_line(err)
+
+
+def test_lineage_on_through_a_stale_result_is_refused(spark, tmp_path, paper):
+    session = LineageSession(tmp_path / "catalog", spark=spark)
+    store_csv = tmp_path / "store.csv"
+    store_csv.write_text(open(paper.catalog.entry("store").source).read())
+    session.register("store", store_csv, key=["s_id"])
+    session.run_script("create table cities as select city, count(*) as n from store group by city")
+    store_csv.write_text(store_csv.read_text().replace("Albany", "Troy"))
+    session.register("store", store_csv, key=["s_id"])
+    with pytest.raises(BadInput, match="it is stale"):
+        session.sql("select count(*) from cities lineage on (state)")
+    with pytest.warns(ImpactWarning, match="store v1 -> v2"):
+        session.impact("store WHERE s_id = 1", result="cities")
