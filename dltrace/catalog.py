@@ -246,7 +246,7 @@ def register(
     matched = _match_previous(catalog, previous, staged, key, schema, F) if previous else None
     fresh = staged if matched is None else matched.where(F.col("__old").isNull()).drop("__old")
     first_new_id = make_id(code, first_new_row)
-    table, cached = with_positions(
+    table, cached, _ = with_positions(
         fresh.orderBy(*[F.col(c).asc_nulls_first() for c in order_by or []], "__file", "__pos").drop("__file", "__pos"),
         ID_COLUMN,
         start=first_new_id,
@@ -354,8 +354,8 @@ def _match_previous(catalog: Catalog, previous: TableEntry, staged, key: list[st
 
 
 def with_positions(ordered, name: str, start: int = 0):
-    """``(ordered plus column name, cached)``: each row's position in ``ordered``, densely from
-    ``start``.
+    """``(ordered plus column name, cached, rows)``: each row's position in ``ordered``,
+    densely from ``start``, and the number of rows.
 
     A sorted frame is range-partitioned in order, so a row's position is the sizes of the
     partitions before it plus its index inside its own: what ``RDD.zipWithIndex`` does, kept
@@ -376,7 +376,7 @@ def with_positions(ordered, name: str, start: int = 0):
         offsets[part] = running
         running += sizes[part]
     if not offsets:
-        return cached.select(*columns, F.lit(start).cast("long").alias(name)), cached
+        return cached.select(*columns, F.lit(start).cast("long").alias(name)), cached, 0
     offset_map = F.create_map(*[item for p, o in offsets.items() for item in (F.lit(p), F.lit(o).cast("long"))])
     position = F.element_at(offset_map, F.col("__part")) + (F.col("__mono") - F.shiftleft(F.col("__part").cast("long"), 33))
-    return cached.select(*columns, position.alias(name)), cached
+    return cached.select(*columns, position.alias(name)), cached, running - start

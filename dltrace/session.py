@@ -124,11 +124,16 @@ class LineageSession:
                 # the recorded schema spares Spark a job per table to infer it from footers
                 read_parquet(self.spark, path, entry.version_schema(None)).createOrReplaceTempView(name)
                 _VIEW_PATHS[(id(self.spark), name)] = path
+        from pyspark.sql import functions as F
+
         for name, result in self.saved_results().items():
             path = str(self.store.path(result.data))
             if _VIEW_PATHS.get((id(self.spark), name)) != path:
                 rows = self.store.rows(self.spark, result)
-                rows.select(*map(quoted, result.query_columns), rows[DL].alias(LINEAGE_COLUMN)).createOrReplaceTempView(name)
+                # typed without NULL elements, as the rewriter's own sets: Spark sorts such arrays
+                # natively instead of with a boxed comparator
+                lineage = F.array_compact(rows[DL]).alias(LINEAGE_COLUMN)
+                rows.select(*map(quoted, result.query_columns), lineage).createOrReplaceTempView(name)
                 _VIEW_PATHS[(id(self.spark), name)] = path
 
     def rewrite(
@@ -202,7 +207,8 @@ class LineageSession:
             id_source, ids_ordered_by_table,
             table_rows={**{n: e.rows for n, e in tables.items()}, **{n: r.rows for n, r in saved.items()}},
             table_keys={n: e.key or [] for n, e in tables.items()},
-            saved={n: frozenset(r.lineage_tables) & frozenset(tables) for n, r in saved.items()},
+            saved={n: rewriter.SavedLineage(frozenset(r.lineage_tables) & frozenset(tables), r.disjoint)
+                   for n, r in saved.items()},
         )
 
     def schemas(self, saved: dict[str, SavedResult] | None = None) -> dict[str, dict[str, str]]:
@@ -226,10 +232,15 @@ class LineageSession:
         """Run ``query`` on Spark; the DataFrame has the query's columns plus ``DL`` (granule
         ids with ``lineage_on``, decoded by ``decode_granules``; no ``DL`` when L is empty)."""
         query, lineage_on = granularity.split_lineage_on(query, lineage_on)
-        text = self.rewrite(query, semantics, repr, tag_instances, lineage_on) if lineage else self.plain(query)
+        disjoint = False  # no id in two rows' DLs: a saved result remembers it for queries reading it
+        if lineage and lineage_on is None:
+            expression = self.lineage_expression(query, semantics, repr, tagged_row_ids if tag_instances else None)
+            text, disjoint = expression.sql(dialect="spark"), expression.meta.get(rewriter.DISJOINT_ROWS, False)
+        else:
+            text = self.rewrite(query, semantics, repr, tag_instances, lineage_on) if lineage else self.plain(query)
         frame = self.run(text)
         if lineage:
-            self._queries[frame] = (self.expand(query), semantics, repr, lineage_on)
+            self._queries[frame] = (self.expand(query), semantics, repr, lineage_on, disjoint)
         return frame
 
     def run(self, spark_sql: str):
@@ -261,7 +272,7 @@ class LineageSession:
                 path = str(self.store.path(result.data)).replace("`", "``")
                 columns = ", ".join(f"`{c.replace('`', '``')}`" for c in result.query_columns)
                 lines.append(f"CREATE OR REPLACE TEMPORARY VIEW {name} AS "
-                             f"SELECT {columns}, {DL} AS {LINEAGE_COLUMN} FROM parquet.`{path}`;")
+                             f"SELECT {columns}, array_compact({DL}) AS {LINEAGE_COLUMN} FROM parquet.`{path}`;")
         lines.append(text + ";")
         return "\n".join(lines) + "\n"
 
@@ -306,7 +317,8 @@ class LineageSession:
         self.check_name_free(name, "a saved result")
         if name.lower() in names_read(query) and self.store.exists(name):
             raise BadInput(f"result {name.lower()} cannot be computed from itself: save it under another name")
-        return self.store.save(frame, name, query, semantics, repr, index)
+        disjoint = bool(made_by and made_by[4])
+        return self.store.save(frame, name, query, semantics, repr, index, disjoint_rows=disjoint)
 
     # Pipelines (dltrace/pipeline.py): steps saved as results, views, scripts.
 

@@ -23,10 +23,11 @@ from dltrace.rewriter.context import IdSource, RewriteContext
 from dltrace.rewriter.distinct import distinct
 from dltrace.rewriter.distinct_set_operations import distinct_set_operations
 from dltrace.rewriter.join import join
-from dltrace.rewriter.output import DL, output
+from dltrace.rewriter.output import DISJOINT_ROWS, DL, output
 from dltrace.rewriter.projection import projection
 from dltrace.rewriter.qualify import parse, qualify_against_catalog
 from dltrace.rewriter.representation import REPRESENTATIONS, SET
+from dltrace.rewriter.saved_result import SavedLineage
 from dltrace.rewriter.semi_anti_join import semi_anti_join
 from dltrace.rewriter.set_operation import union_all
 from dltrace.rewriter.subquery_condition import subquery_condition
@@ -55,7 +56,7 @@ PAPER_SCHEMA = {
 }
 PAPER_CODES = {"store": 1, "item": 2, "sales": 3}
 
-__all__ = ["DL", "IdSource", "rewrite", "rewrite_sql", "parse", "PAPER_SCHEMA", "PAPER_CODES"]
+__all__ = ["DISJOINT_ROWS", "DL", "IdSource", "SavedLineage", "rewrite", "rewrite_sql", "parse", "PAPER_SCHEMA", "PAPER_CODES"]
 
 
 def rewrite(
@@ -68,15 +69,16 @@ def rewrite(
     ids_ordered_by_table: bool = True,
     table_rows: dict[str, int] | None = None,
     table_keys: dict[str, list[str]] | None = None,
-    saved: dict[str, frozenset[str]] | None = None,
+    saved: dict[str, SavedLineage] | None = None,
 ) -> exp.Expression:
     """``expression`` rewritten so that it also outputs ``DL``, its rows' lineage.
 
     ``id_source`` says where each table occurrence's ids come from (default: ``_dl_id``);
     ``ids_ordered_by_table`` is False when they are not row ids (e.g. granule hashes);
     ``table_rows`` and ``table_keys`` (catalog statistics) let ``auto`` choose; ``saved``
-    names the saved results the query may read, with the base tables their lineage covers
-    (``schemas`` has their columns).
+    names the saved results the query may read, with what their lineage holds (``schemas``
+    has their columns).  The result's ``meta[DISJOINT_ROWS]`` says whether no id is in the
+    DLs of two of its rows.
     """
     if semantics not in SEMANTICS:
         raise BadInput(f"unknown semantics '{semantics}': use control or data")
@@ -108,7 +110,7 @@ def rewrite_sql(
     codes: dict[str, int] | None = None,
     representation: str = "set",
     semantics: str = "control",
-    saved: dict[str, frozenset[str]] | None = None,
+    saved: dict[str, SavedLineage] | None = None,
 ) -> str:
     """Spark SQL in, lineage Spark SQL out (``saved``: saved results read like tables)."""
     codes = codes if codes is not None else (PAPER_CODES if schemas is PAPER_SCHEMA else {n: i + 1 for i, n in enumerate(sorted(schemas))})

@@ -19,7 +19,8 @@ from sqlglot.optimizer.scope import Scope
 
 from dltrace.rewriter.clauses import sources
 from dltrace.rewriter.context import ROWS, RewriteContext, get_lineage, set_lineage
-from dltrace.rewriter.terms import Kind
+from dltrace.rewriter.representation import call
+from dltrace.rewriter.terms import Kind, Term
 
 
 def is_aggregate(select: exp.Select) -> bool:
@@ -42,11 +43,18 @@ def aggregate(select: exp.Select, scope: Scope, context: RewriteContext) -> exp.
         size = expected_group_lineage(select, context)
         by_key = grouped_by_key(select, context.table_keys or {})
         set_lineage(select, ROWS, [
-            replace(aggregated, unique=True) if term.kind is Kind.ID and term.source in by_key and context.ids_ordered_by_table else aggregated
+            one_row_per_group(term) if term.kind is Kind.ID and term.source in by_key and context.ids_ordered_by_table
+            else context.representation.aggregate(term, group_size=size)
             for term in rows
-            for aggregated in [context.representation.aggregate(term, group_size=size)]
         ])
     return select
+
+
+def one_row_per_group(term: Term) -> Term:
+    """The id of a table grouped by its key: every row of a group is the same row of that
+    table, so the DLUNION is its one id (NULL on the padded side of an outer join), still an
+    ``ID`` term, and no two groups share it; no set is built per group."""
+    return replace(term, sql=call("first", term.sql, exp.true()), unique=True)
 
 
 def grouped_by_key(select: exp.Select, table_keys: dict[str, list[str]]) -> frozenset[str]:

@@ -4,7 +4,7 @@ the lineage already computed for inner scopes (kept in the AST nodes' ``meta``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from sqlglot import exp
 
@@ -36,8 +36,8 @@ class RewriteContext:
     # catalog statistics for choosing representations: rows and key columns per table
     table_rows: dict[str, int] | None = None
     table_keys: dict[str, list[str]] | None = None
-    # saved results a query may read like tables: name -> the base tables their DLs cover
-    saved: dict[str, frozenset[str]] = field(default_factory=dict)
+    # saved results a query may read like tables: name -> what their DLs hold (SavedLineage)
+    saved: dict[str, Any] = field(default_factory=dict)
 
 
 def get_lineage(node: exp.Expression, key: str) -> Lineage:

@@ -21,14 +21,18 @@ from dltrace.rewriter.terms import is_lineage_column
 OUTER = "__dlout"
 
 DL = "DL"
+DISJOINT_ROWS = "dl_disjoint_rows"  # meta of the result: no id is in the DLs of two rows
 
 
 def output(expression: exp.Expression, context: RewriteContext) -> exp.Expression:
     """Replace the outermost query's ``__dl`` columns by the final ``DL`` column."""
     query = expression.unnest()
+    disjoint = all(term.unique for term in get_lineage(query, OUTPUT))
     if isinstance(query, exp.Select) and query.args.get("having"):
-        return _after_having(query, context)
-    replace_lineage_columns(query, lambda terms: [(DL, context.representation.output(terms, context.codes, context.ids_ordered_by_table))])
+        expression = _after_having(query, context)
+    else:
+        replace_lineage_columns(query, lambda terms: [(DL, context.representation.output(terms, context.codes, context.ids_ordered_by_table))])
+    expression.meta[DISJOINT_ROWS] = disjoint
     return expression
 
 
