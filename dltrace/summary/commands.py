@@ -8,7 +8,7 @@ from dataclasses import asdict
 
 from dltrace.errors import BadInput
 from dltrace.formatting import row_dicts, write_csv, write_json, write_table
-from dltrace.summary.summarize import DEFAULT_PATTERNS, LINEAGE_SAMPLE, Summary, check_options
+from dltrace.summary.summaries import DEFAULT_PATTERNS, LINEAGE_SAMPLE, Summary, check_options
 
 LINEAGE_SQL = "lineage-sql"
 

@@ -56,10 +56,10 @@ def lineage_statements(session, saved: SavedResult) -> list[tuple[str, str]]:
     sources = _sources(session, saved)
     rows_view, tables = next(iter(sources)), {t: v for v, (t, _, _) in sources.items() if t}
     relation = relation_name(saved.name)
-    names = ", ".join(f"WHEN {catalog.entry(t).code} THEN '{t}'" for t in tables)
+    names = " ".join(f"WHEN {catalog.entry(t).code} THEN '{t}'" for t in tables)
     statements = [(relation, (
         f"SELECT r.{ROW}, CASE shiftright(e.{ID}, {ROW_BITS}) {names} END AS {TABLE}, e.{ID} "
-        f"FROM {rows_view} AS r LATERAL VIEW explode(r.{stored_ids(saved)}) e AS {ID}"
+        f"FROM {rows_view} AS r LATERAL VIEW explode({stored_ids(saved)}) e AS {ID}"
     ))]
     for table, view in tables.items():
         code = catalog.entry(table).code

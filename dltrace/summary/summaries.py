@@ -1,14 +1,15 @@
 """``explain --summary``: a saved row's lineage described by at most K patterns per base table.
 
-Per table in the row's DL, two Spark jobs whatever the lineage size:
+Per table in the row's DL, whatever the lineage size:
 
-1. one scan of the table fetches a uniform sample of the lineage rows (at most ``sample``
-   ids drawn from DL) and, in the same pass, a Bernoulli sample of about ``TABLE_SAMPLE``
-   table rows (the whole table when it is smaller); patterns are learned locally on those
-   (``patterns.learn_patterns``), precision of every candidate estimated from the table
-   sample;
-2. one aggregation over the table counts, exactly, the rows each chosen pattern matches and
-   the rows any of them matches (skipped when the table sample was the whole table).
+1. a uniform sample of the lineage rows (at most ``sample`` ids drawn from DL) is fetched
+   by id (table files are in id order, so row groups outside the ids' range are skipped);
+2. patterns are learned locally (``patterns.learn_patterns``) on those rows against a
+   uniform sample of about ``TABLE_SAMPLE`` table rows, from which the precision of every
+   candidate is estimated: the whole table when it is that small, else a sample stored in
+   the catalog once per table version (``samples/``) and read once per process;
+3. one aggregation job over the table counts, exactly, the rows each chosen pattern matches
+   (for a small table, the rows in memory already give those counts).
 
 Recall (the share of the lineage rows a pattern matches) is measured on the lineage sample:
 exact when the sample is the whole lineage, else with a 95% Wilson interval (finite
@@ -19,7 +20,11 @@ table rows matching, with the same interval.
 from __future__ import annotations
 
 import math
+import os
+import shutil
+import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -36,7 +41,7 @@ TABLE_SAMPLE = 50_000  # table rows precision is estimated on while searching
 SEED = 17
 Z95 = 1.959964
 RANGE_TYPES = ("tinyint", "smallint", "int", "bigint", "float", "double", "date")
-IN_SAMPLE = "__dl_in_table_sample"
+SAMPLES = "samples"  # stored table samples, inside the catalog directory
 
 
 @dataclass
@@ -145,6 +150,8 @@ def _columns(session, table: str, version: int | None) -> tuple[list[Column], di
 
 def _summarize_table(session, table: str, version: int | None, ids: np.ndarray, k: int, sample: int,
                      rng: np.random.Generator) -> TableSummary:
+    import pyarrow as pa
+    import pyarrow.compute as pc
     from pyspark.sql import functions as F
 
     catalog = session.catalog
@@ -153,33 +160,83 @@ def _summarize_table(session, table: str, version: int | None, ids: np.ndarray, 
     data = read_parquet(session.spark, catalog.data_path(table, version), entry.version_schema(version))
     columns, fetch = _columns(session, table, version)
     sampled = ids if len(ids) <= sample else np.sort(rng.choice(ids, sample, replace=False))
-    fraction = min(1.0, TABLE_SAMPLE / max(known_rows, 1))
-    in_table_sample = F.rand(SEED) < fraction if fraction < 1 else F.lit(True)
-    wanted = F.expr(f"{ID_COLUMN} IN ({', '.join(map(str, sampled.tolist()))})")  # one string, not a py4j call per id
-    fetched = (data.select(ID_COLUMN, in_table_sample.alias(IN_SAMPLE), *(F.expr(e).alias(n) for n, e in fetch.items()))
-               .where(F.col(IN_SAMPLE) | wanted).toArrow())
-    in_lineage = np.isin(fetched.column(ID_COLUMN).to_numpy(), sampled)
-    in_population = fetched.column(IN_SAMPLE).to_numpy(zero_copy_only=False).astype(bool)
-    arrays = {c.name: _values(fetched.column(c.name), c) for c in columns}
-    positives = {name: values[in_lineage] for name, values in arrays.items()}
-    population = {name: values[in_population] for name, values in arrays.items()}
+    whole = known_rows <= TABLE_SAMPLE
+    members = _population(session, table, version, fetch, whole)
+    population = {c.name: _values(members.column(c.name), c) for c in columns}
+    # near-unique text (names, comments) makes no patterns: not fetched for the lineage rows
     usable = [c for c in columns if c.kind == "range" or _categorical(population[c.name])]
-    table_rows = int(in_population.sum()) if fraction >= 1 else known_rows
+    if whole:  # the lineage rows are among the table's rows already fetched
+        found = members.filter(pc.is_in(members.column(ID_COLUMN), value_set=pa_array(sampled)))
+    else:  # a broadcast semi-join; the range lets Parquet statistics skip row groups outside it
+        wanted = F.broadcast(session.spark.createDataFrame(pa.table({ID_COLUMN: pa_array(sampled)})))
+        in_range = F.col(ID_COLUMN).between(int(sampled[0]), int(sampled[-1]))
+        found = (data.where(in_range).join(wanted, ID_COLUMN, "left_semi")
+                 .select(ID_COLUMN, *(F.expr(fetch[c.name]).alias(c.name) for c in usable)).toArrow())
+    positives = {c.name: _values(found.column(c.name), c) for c in usable}
+    size = found.num_rows  # the sampled ids found (all of them, unless the data was removed)
+    if not size:
+        raise BadInput(f"the lineage ids of {table} are not in its data version {version}: was its Parquet replaced?")
+    table_rows = members.num_rows if whole else known_rows
     learned = learn_patterns(usable, positives, population, len(ids), table_rows, k)
-    if fraction >= 1:  # the table sample is the table: its counts are exact
+    if whole:  # the table sample is the table: its counts are exact
         counts = [int(_matching(p, population).sum()) for p in learned]
     else:
         table_rows, counts = _exact_counts(data, learned)
-    size = int(in_lineage.sum())  # the sampled ids found (all of them, unless the data was removed)
-    if not size:
-        raise BadInput(f"the lineage ids of {table} are not in its data version {version}: was its Parquet replaced?")
-    summary = TableSummary(table, version, len(ids), table_rows, size, int(in_population.sum()))
+    summary = TableSummary(table, version, len(ids), table_rows, size, members.num_rows)
     for pattern, count in zip(learned, counts):
         summary.patterns.append(_measured(pattern, size, len(ids), count))
     covered = int(np.any([p.matches for p in learned], axis=0).sum()) if learned else 0
     summary.covered = covered / size
     summary.covered_interval = interval(covered, size, len(ids))
     return summary
+
+
+def pa_array(values: np.ndarray):
+    import pyarrow as pa
+
+    return pa.array(values, type=pa.int64())
+
+
+_POPULATIONS: dict[tuple[str, tuple], object] = {}  # (Parquet path, fetched columns) -> Arrow table
+
+
+def _population(session, table: str, version: int | None, fetch: dict[str, str], whole: bool):
+    """The table's rows precision is estimated on, as Arrow (``_dl_id`` and ``fetch``'s
+    columns): the whole table when small, else its stored sample.  A table version never
+    changes, so they are read once per process."""
+    from pyspark.sql import functions as F
+
+    catalog = session.catalog
+    path = catalog.data_path(table, version) if whole else ensure_table_sample(session, table, version)
+    key = (str(path), tuple(fetch.items()))
+    if key not in _POPULATIONS:
+        schema = catalog.entry(table).version_schema(version)
+        rows = read_parquet(session.spark, path, schema)
+        _POPULATIONS[key] = rows.select(ID_COLUMN, *(F.expr(e).alias(n) for n, e in fetch.items())).toArrow()
+    return _POPULATIONS[key]
+
+
+def ensure_table_sample(session, table: str, version: int | None) -> Path:
+    """A uniform sample of about ``TABLE_SAMPLE`` rows of ``table`` at data ``version``,
+    built on first use and kept at ``samples/<table>-v<k>-<size>.parquet`` (written aside,
+    renamed into place), so that a summary never scans the whole table for it."""
+    entry = session.catalog.entry(table)
+    target = session.catalog.directory / SAMPLES / f"{table}-v{version or entry.version}-{TABLE_SAMPLE}.parquet"
+    if target.exists():
+        return target
+    rows = next((old.get("rows") for old in entry.previous if old.get("version") == version), None) or entry.rows
+    data = read_parquet(session.spark, session.catalog.data_path(table, version), entry.version_schema(version))
+    tmp = target.parent / f".tmp-{target.name}-{os.getpid()}-{time.time_ns()}"
+    tmp.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        data.sample(fraction=min(1.0, TABLE_SAMPLE / max(rows, 1)), seed=SEED).coalesce(1).write.parquet(str(tmp))
+        os.replace(tmp, target)
+    except OSError:
+        if not target.exists():  # not a concurrent build that finished first
+            raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
 
 
 def _values(column, spec: Column) -> np.ndarray:
