@@ -91,6 +91,30 @@ def test_a_sampled_summary_states_its_error(tpch, saved):
     assert lineitem.covered_interval[0] <= lineitem.covered <= lineitem.covered_interval[1]
 
 
+@pytest.mark.parametrize("enough", [100, 1000])
+def test_large_tables_are_summarized_from_a_stored_table_sample(tpch, saved, monkeypatch, enough):
+    """lineitem as a table larger than the table sample (20,000 of its 60,175 rows): the
+    lineage sample is the lineage rows in the table sample (about 400, enough when 100
+    are) or else fetched by id (all 1191); pattern counts come from one job over the table."""
+    from dltrace.summary import summaries
+
+    monkeypatch.setattr(summaries, "TABLE_SAMPLE", 20_000)
+    monkeypatch.setattr(summaries, "ENOUGH_IN_TABLE_SAMPLE", enough)
+    lineitem = tpch.summarize(saved["q6"], 0).tables[0]
+    assert (tpch.catalog.directory / "samples" / "lineitem-v1-20000.parquet").is_dir()
+    assert 18_000 < lineitem.table_sample < 22_000 and lineitem.table_rows == 60175
+    top = lineitem.patterns[0]
+    recall, precision = duck_recall_precision(tpch, saved["q6"], "lineitem", top.predicate)
+    assert lineitem.lineage_rows == 1191 and top.table_rows == round(recall * 1191 / precision)
+    if enough == 100:
+        assert 300 < lineitem.sample < 500 and not lineitem.exact
+        assert top.recall_interval[0] <= recall <= top.recall_interval[1]
+        assert top.precision_interval[0] <= precision <= top.precision_interval[1]
+    else:
+        assert lineitem.exact and (top.recall, top.precision) == pytest.approx((recall, precision))
+    assert set(top.columns) == {"l_shipdate", "l_discount", "l_quantity"}
+
+
 def test_every_pattern_is_a_valid_impact_source(tpch, saved):
     """Patterns are SQL over the table's columns, so `impact --source "TABLE WHERE pattern"`
     takes them as they are and finds the summarized row."""

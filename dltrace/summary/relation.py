@@ -63,7 +63,8 @@ def lineage_statements(session, saved: SavedResult) -> list[tuple[str, str]]:
     ))]
     for table, view in tables.items():
         code = catalog.entry(table).code
-        columns = ", ".join(f"t.{quote(c)}" for c in catalog.entry(table).version_schema(saved.tables[table]) or {})
+        schema = catalog.entry(table).version_schema(saved.tables[table]) or {}
+        columns = ", ".join(f"t.{quote(c)}" for c in [ID_COLUMN, *(c for c in schema if c != ID_COLUMN)])
         statements.append((f"{relation}_{table}", (
             f"SELECT l.{ROW}, {columns} FROM {relation} AS l JOIN {view} AS t ON t.{ID_COLUMN} = l.{ID} "
             f"WHERE l.{ID} BETWEEN {code << ROW_BITS} AND {((code + 1) << ROW_BITS) - 1}"
