@@ -11,6 +11,7 @@ Target: at most 5 s for Q6 at SF 1.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -53,7 +54,9 @@ def main(argv: list[str] | None = None) -> int:
     except DltraceError as error:
         print(f"tpch.summary_bench: error: {error}", file=sys.stderr)
         return error.exit_code
-    print(f"TPC-H SF {args.sf:g}, explain --summary of row 0, warm session, {args.repeat} runs after a warm-up")
+    load = os.getloadavg()[0]
+    print(f"TPC-H SF {args.sf:g}, explain --summary of row 0, warm session, {args.repeat} runs after a warm-up "
+          f"(load average {load:.1f} on {os.cpu_count()} cores)")
     print()
     print("| query | lineage ids | sampled lineage rows | sampled table rows | median s | min s |")
     print("|---|---:|---:|---:|---:|---:|")

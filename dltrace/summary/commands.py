@@ -49,16 +49,18 @@ def summary_text(summary: Summary) -> str:
     total = sum(t.lineage_rows for t in summary.tables)
     lines = [f"result {summary.result}, row {summary.row}: {total} base rows in {len(summary.tables)} table(s)"]
     for t in summary.tables:
-        how = ("all of them" if t.exact else f"a uniform sample of {t.sample}, so figures are estimates "
-               "with 95% intervals")
-        lines += ["", f"{t.table}: {t.lineage_rows} of its {t.table_rows} rows; patterns learned on {how}"]
-        lines.append(f"  {'recall':>22}  {'precision':>22}  pattern")
-        for p in t.patterns:
-            recall = _share(p.recall, p.recall_interval, t.exact) + f" {p.lineage_rows:>8}"
-            precision = _share(p.precision, p.precision_interval, t.exact) + f" of {p.table_rows}"
-            lines.append(f"  {recall:>22}  {precision:>22}  {p.predicate}")
-        lines.append(f"  {len(t.patterns)} pattern(s) together cover {_share(t.covered, t.covered_interval, t.exact)} "
-                     f"of {t.table}'s lineage rows")
+        how = ("all of them, exact figures" if t.exact else
+               f"a uniform sample of {t.sample}, estimates with 95% intervals")
+        against = "the whole table" if t.table_sample == t.table_rows else f"{t.table_sample} sampled table rows"
+        lines += ["", f"{t.table}: {t.lineage_rows} of its {t.table_rows} rows; patterns learned on {how}, "
+                      f"against {against}"]
+        for number, p in enumerate(t.patterns, 1):
+            lines.append(f"  {number}. {p.predicate}")
+            lines.append(f"     recall {_share(p.recall, p.recall_interval, t.exact)} ({p.lineage_rows} rows), "
+                         f"precision {_share(p.precision, p.precision_interval, t.exact)} "
+                         f"(of {p.table_rows} table rows matching)")
+        lines.append(f"  together: {len(t.patterns)} pattern(s) cover "
+                     f"{_share(t.covered, t.covered_interval, t.exact)} of {t.table}'s lineage rows")
     return "\n".join(lines) + "\n"
 
 
