@@ -392,3 +392,28 @@ class LineageSession:
         from dltrace.impact import explain
 
         return explain(self, result, row)
+
+    # Explaining large lineage (dltrace/summary): patterns, and lineage as a relation for SQL.
+
+    def summarize(self, result: str, row: int, k: int = 3, sample: int = 4000):
+        """At most ``k`` patterns per base table (SQL conditions over its columns) describing
+        the base rows of row ``row`` of saved ``result``, with recall and precision; learned
+        on at most ``sample`` lineage rows per table (``summary.Summary``)."""
+        from dltrace.summary import summarize
+
+        return summarize(self, result, row, k, sample)
+
+    def lineage_views(self, results: str | list[str]) -> list[str]:
+        """Define views ``lineage_NAME`` (``_row, base_table, base_id``) and
+        ``lineage_NAME_TABLE`` (``_row`` and the base rows) for saved ``results``, for
+        queries through ``run`` or ``spark.sql``; returns their names."""
+        from dltrace.summary import define_views
+
+        self._ensure_views()
+        return define_views(self, [results] if isinstance(results, str) else list(results))
+
+    def lineage_script(self, results: str | list[str], query: str | None = None) -> str:
+        """The same views as a ``spark-sql`` script over the catalog's Parquet, then ``query``."""
+        from dltrace.summary import script
+
+        return script(self, [results] if isinstance(results, str) else list(results), query)

@@ -18,8 +18,9 @@ from dltrace.formatting import TABLE_DEFAULT_LIMIT, row_dicts, write_json, write
 from dltrace.impact.search import MODES, ImpactWarning, collect_bad_ids, matches_nothing
 from dltrace.impact.source import SOURCE_FORM, parse_source
 from dltrace.results import ResultStore
+from dltrace.summary.commands import LINEAGE_SQL, add_lineage_sql_parser, add_summary_flags, run_lineage_sql, run_summary
 
-COMMANDS = ("impact", "explain", "results")
+COMMANDS = ("impact", "explain", "results", LINEAGE_SQL)
 OUTPUTS = ("table", "json")
 
 
@@ -41,12 +42,14 @@ def add_parsers(commands, common: argparse.ArgumentParser) -> None:
     explain.add_argument("--row", type=int, required=True, help="its _row number")
     explain.add_argument("--format", choices=OUTPUTS, default="table")
     explain.add_argument("--limit", type=int, help="table format: at most N rows per table (50 by default)")
+    add_summary_flags(explain)
 
     results = commands.add_parser("results", parents=[common], help="list saved results, drop one, or index one")
     results.add_argument("action", nargs="?", choices=("list", "drop", "index"), default="list",
                          help="index: build a result's forward index (id -> rows) for repeated impact questions")
     results.add_argument("name", nargs="?", help="the result to drop or index")
     results.add_argument("--format", choices=OUTPUTS, default="table")
+    add_lineage_sql_parser(commands, common)
 
 
 def run_command(session, args: argparse.Namespace, query_text) -> int:
@@ -56,7 +59,9 @@ def run_command(session, args: argparse.Namespace, query_text) -> int:
         if args.command == "impact":
             status = _impact(session, args, query_text)
         elif args.command == "explain":
-            status = _explain(session, args)
+            status = run_summary(session, args) if args.summary else _explain(session, args)
+        elif args.command == LINEAGE_SQL:
+            status = run_lineage_sql(session, args, query_text)
         else:
             status = _results(session, args)
     for warning in caught:

@@ -1,0 +1,111 @@
+"""Lineage as a relation: views over a saved result that lineage-consuming queries (SMOKE's
+term) read with plain SQL, in a PySpark session or in Spark's own ``spark-sql``.
+
+For saved result ``q3`` (reading orders, customer, lineitem)::
+
+    lineage_q3            (_row, base_table, base_id)   one row per id in each row's DL
+    lineage_q3_lineitem   (_row, _dl_id, l_orderkey, ...)   the lineage joined to lineitem's
+                                                        rows, as of the version q3 read
+    lineage_q3_orders, lineage_q3_customer             likewise
+
+Views rather than a table-valued function: Spark SQL has no SQL-defined table functions,
+and a Python UDTF would not run in ``spark-sql``; views are plain SQL over the catalog's
+Parquet, so the same statements serve ``LineageSession.lineage_views`` and the script
+``dltrace lineage-sql`` prints.  Filters on ``_row`` reach the scan of the saved rows.
+"""
+
+from __future__ import annotations
+
+from dltrace.catalog import ID_COLUMN
+from dltrace.errors import BadInput
+from dltrace.ids import ROW_BITS
+from dltrace.results import ROW, ResultStore, SavedResult, read_parquet
+from dltrace.summary.patterns import quote
+from dltrace.summary.stored import require_lineage, stored_ids
+
+TABLE = "base_table"
+ID = "base_id"
+
+
+def relation_name(result: str) -> str:
+    """The relation's view name (saved results share one namespace with tables).
+
+    >>> relation_name("q3")
+    'lineage_q3'
+    """
+    return f"lineage_{result}"
+
+
+def _sources(session, saved: SavedResult) -> dict[str, tuple[str, str, dict | None]]:
+    """``{helper view: (table or "", Parquet path, schema)}`` the lineage views read: the saved
+    rows, and each base table at the data version the result was computed from."""
+    catalog = session.catalog
+    sources = {f"__dl_rows_{saved.name}": ("", str(ResultStore(catalog).path(saved.data)), saved.schema)}
+    for table, version in sorted(saved.tables.items()):
+        if table in catalog.tables:
+            entry = catalog.entry(table)
+            sources[f"__dl_{table}_v{version}"] = (table, str(catalog.data_path(table, version)), entry.version_schema(version))
+    return sources
+
+
+def lineage_statements(session, saved: SavedResult) -> list[tuple[str, str]]:
+    """``(view, SELECT ...)`` for the relation and each table's joined view, in the order they
+    must be defined; they read the helper views of ``_sources``."""
+    require_lineage(saved)
+    catalog = session.catalog
+    sources = _sources(session, saved)
+    rows_view, tables = next(iter(sources)), {t: v for v, (t, _, _) in sources.items() if t}
+    relation = relation_name(saved.name)
+    names = " ".join(f"WHEN {catalog.entry(t).code} THEN '{t}'" for t in tables)
+    statements = [(relation, (
+        f"SELECT r.{ROW}, CASE shiftright(e.{ID}, {ROW_BITS}) {names} END AS {TABLE}, e.{ID} "
+        f"FROM {rows_view} AS r LATERAL VIEW explode({stored_ids(saved)}) e AS {ID}"
+    ))]
+    for table, view in tables.items():
+        code = catalog.entry(table).code
+        schema = catalog.entry(table).version_schema(saved.tables[table]) or {}
+        columns = ", ".join(f"t.{quote(c)}" for c in [ID_COLUMN, *(c for c in schema if c != ID_COLUMN)])
+        statements.append((f"{relation}_{table}", (
+            f"SELECT l.{ROW}, {columns} FROM {relation} AS l JOIN {view} AS t ON t.{ID_COLUMN} = l.{ID} "
+            f"WHERE l.{ID} BETWEEN {code << ROW_BITS} AND {((code + 1) << ROW_BITS) - 1}"
+        )))
+    _check_names(session, [name for name, _ in statements])
+    return statements
+
+
+def _check_names(session, views: list[str]) -> None:
+    """Views must not hide a registered table or a saved result of the same name."""
+    taken = set(session.catalog.tables) | {r.name for r in ResultStore(session.catalog).list()}
+    clash = sorted(set(views) & taken)
+    if clash:
+        raise BadInput(f"the lineage view {clash[0]} would hide the table or result of that name: rename it")
+
+
+def define_views(session, results: list[str]) -> list[str]:
+    """Define the lineage views of saved ``results`` in the session's Spark; their names."""
+    store = ResultStore(session.catalog)
+    defined = []
+    for name in results:
+        saved = store.get(name)
+        statements = lineage_statements(session, saved)
+        for view, (_, path, schema) in _sources(session, saved).items():
+            read_parquet(session.spark, path, schema).createOrReplaceTempView(view)
+        for view, select in statements:
+            session.spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW {view} AS {select}")
+            defined.append(view)
+    return defined
+
+
+def script(session, results: list[str], query: str | None = None) -> str:
+    """The same views as a ``spark-sql`` script over the Parquet files, then ``query``."""
+    store = ResultStore(session.catalog)
+    lines = ["-- dltrace: lineage of saved results as views (_row, base_table, base_id) and joined to each base table"]
+    for name in results:
+        saved = store.get(name)
+        statements = lineage_statements(session, saved)
+        for view, (_, path, _) in _sources(session, saved).items():
+            lines.append(f"CREATE OR REPLACE TEMPORARY VIEW {view} AS SELECT * FROM parquet.`{path.replace('`', '``')}`;")
+        lines += [f"CREATE OR REPLACE TEMPORARY VIEW {view} AS {select};" for view, select in statements]
+    if query:
+        lines.append(query.strip().rstrip(";") + ";")
+    return "\n".join(lines) + "\n"
