@@ -90,6 +90,12 @@ class SavedResult:
         self.lineage_tables = self.lineage_tables or {t: [v] for t, v in self.tables.items()}
 
     @property
+    def base_versions(self) -> dict[str, int]:
+        """``{base table: data version}`` for every table the lineage reaches (through the
+        results read too), the newest version where it holds ids of several."""
+        return {table: max(versions) for table, versions in self.lineage_tables.items()}
+
+    @property
     def query_columns(self) -> dict[str, str]:
         """The columns a query reading this result sees: the saved query's own, not ``_row``
         or ``DL``."""

@@ -197,6 +197,12 @@ def test_explain_through_steps_names_them(capsys, pipelines, two_steps):
     code, out, _ = cli(capsys, "explain", "--result", "imp_natrev", "--row", str(row._row), "--limit", "1",
                        "--catalog", str(pipelines.catalog.directory))
     assert code == 0 and "computed through saved results: imp_custrev" in out
+    # summaries and the lineage relation reach the base tables through the steps too
+    summary = pipelines.summarize("imp_natrev", row._row, 2)
+    assert {t.table for t in summary.tables} == set(explained)
+    pipelines.lineage_views("imp_natrev")
+    relation = pipelines.run(f"select base_id from lineage_imp_natrev where _row = {row._row}").collect()
+    assert sorted(r.base_id for r in relation) == sorted(row.DL)
 
 
 def test_lineage_on_traces_through_saved_results_to_attribute_values(pipelines, two_steps):

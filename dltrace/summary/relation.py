@@ -41,7 +41,7 @@ def _sources(session, saved: SavedResult) -> dict[str, tuple[str, str, dict | No
     rows, and each base table at the data version the result was computed from."""
     catalog = session.catalog
     sources = {f"__dl_rows_{saved.name}": ("", str(ResultStore(catalog).path(saved.data)), saved.schema)}
-    for table, version in sorted(saved.tables.items()):
+    for table, version in sorted(saved.base_versions.items()):
         if table in catalog.tables:
             entry = catalog.entry(table)
             sources[f"__dl_{table}_v{version}"] = (table, str(catalog.data_path(table, version)), entry.version_schema(version))
@@ -63,7 +63,7 @@ def lineage_statements(session, saved: SavedResult) -> list[tuple[str, str]]:
     ))]
     for table, view in tables.items():
         code = catalog.entry(table).code
-        schema = catalog.entry(table).version_schema(saved.tables[table]) or {}
+        schema = catalog.entry(table).version_schema(saved.base_versions[table]) or {}
         columns = ", ".join(f"t.{quote(c)}" for c in [ID_COLUMN, *(c for c in schema if c != ID_COLUMN)])
         statements.append((f"{relation}_{table}", (
             f"SELECT l.{ROW}, {columns} FROM {relation} AS l JOIN {view} AS t ON t.{ID_COLUMN} = l.{ID} "
