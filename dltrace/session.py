@@ -11,6 +11,7 @@ from dltrace import granularity, rewriter
 from dltrace.rewriter.base_table import tagged_row_ids
 from dltrace.catalog import Catalog, TableEntry, register
 from dltrace.errors import BadInput, DltraceError
+from dltrace.plain import plain_sql, with_spark_names
 from dltrace.results import read_parquet, tables_read
 from dltrace.spark import get_spark
 
@@ -64,9 +65,11 @@ class LineageSession:
         key: list[str] | None = None,
         order_by: list[str] | None = None,
         format: str | None = None,
+        header: bool | None = None,
     ) -> TableEntry:
-        """Register a source (Parquet, CSV, JSON, ORC) as a table with lineage ids."""
-        return register(self.spark, self.catalog, name, path, key=key, order_by=order_by, fmt=format)
+        """Register a source (Parquet, CSV, JSON, ORC) as a table with lineage ids; ``header``:
+        whether a CSV's first row names the columns (default: yes, unless it looks like data)."""
+        return register(self.spark, self.catalog, name, path, key=key, order_by=order_by, fmt=format, header=header)
 
     def _ensure_views(self) -> None:
         """Temporary views named as the catalog's tables, over their Parquet with ``_dl_id``.
@@ -119,8 +122,8 @@ class LineageSession:
         return expression.sql(dialect="spark")
 
     def plain(self, query: str) -> str:
-        """The query without lineage, qualified like the lineage query (``*`` never shows ``_dl_id``)."""
-        return rewriter.qualify_against_catalog(rewriter.parse(query), self.catalog.schemas()).sql(dialect="spark")
+        """The query without lineage, as written (``*`` never shows ``_dl_id``): dltrace/plain.py."""
+        return plain_sql(query, self.catalog.schemas())
 
     def sql(
         self,
@@ -137,6 +140,7 @@ class LineageSession:
         text = self.rewrite(query, semantics, repr, tag_instances, lineage_on) if lineage else self.plain(query)
         frame = self.run(text)
         if lineage:
+            frame = with_spark_names(self, query, frame)
             self._queries[frame] = (query, semantics, repr, lineage_on)
         return frame
 

@@ -323,7 +323,7 @@ def test_bad_input_is_one_line_exit_2(capsys, paper_result, args, expected):
 def test_a_source_matching_no_rows_says_so(capsys, paper_result, target):
     code, out, err = cli(capsys, "impact", "--source", "store WHERE s_id = 99", *target, "--catalog", paper_result)
     assert code == 0 and "(0 affected rows)" in out
-    assert "no rows match --source store WHERE s_id = 99" in one_line(err)
+    assert "no rows match the source 'store WHERE s_id = 99'" in one_line(err)
     code, out, err = cli(capsys, "impact", "--source", "store WHERE s_id = 99", *target, "--format", "json",
                          "--catalog", paper_result)
     assert code == 0 and out == "" and "nothing is affected" in one_line(err)
