@@ -36,7 +36,7 @@ class OneLineParser(argparse.ArgumentParser):
     """Usage errors as one line on stderr with exit status 2, like every other bad input."""
 
     def error(self, message: str):
-        self.exit(2, f"dltrace: error: {message} (see `{self.prog} --help`)\n")
+        self.exit(2, f"dltrace: error: {BadInput(message)} (see `{self.prog} --help`)\n")
 
 
 def parser() -> argparse.ArgumentParser:
