@@ -85,7 +85,9 @@ class Catalog:
     Opening one also removes what killed writes left behind (``dltrace.recovery``)."""
 
     def __init__(self, directory: str | os.PathLike = ".dltrace") -> None:
-        self.directory = Path(directory)
+        # absolute: Spark resolves relative paths against the JVM's working directory, which
+        # stays where Spark started when Python changes directory (a notebook's os.chdir)
+        self.directory = Path(directory).absolute()
         self.version = 0
         self.tables: dict[str, TableEntry] = {}
         # codes of dropped tables, never given out again: saved lineage may still hold their ids
