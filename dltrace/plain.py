@@ -48,7 +48,4 @@ def with_spark_names(session, query: str, frame):
     made_up = [c for c in frame.columns if GENERATED_NAME.fullmatch(c) and not re.search(rf"\b{c}\b", query)]
     if not made_up or frame.columns[-1] != DL:
         return frame
-    names = session.run(plain_sql(query, session.catalog.schemas())).columns
-    if len(names) != len(frame.columns) - 1:
-        return frame
-    return frame.toDF(*names, DL)
+    return frame.toDF(*session.run(plain_sql(query, session.catalog.schemas())).columns, DL)

@@ -212,23 +212,6 @@ def test_usage_errors_are_one_line(capsys):
     assert exit_.value.code == 2 and "the following arguments are required: query" in one_line(capsys.readouterr().err)
 
 
-def test_ctrl_c_handling_keeps_stderr_to_one_line():
-    """Py4J logs a traceback through the root logger when Ctrl-C cuts a JVM call short;
-    the CLI gives the root logger a handler so that only "dltrace: interrupted" shows."""
-    import logging
-
-    from dltrace.cli import quiet_pyspark_error_logs
-
-    root = logging.getLogger()
-    saved = root.handlers[:]
-    root.handlers.clear()
-    try:
-        quiet_pyspark_error_logs()
-        assert any(isinstance(h, logging.NullHandler) for h in root.handlers)
-    finally:
-        root.handlers[:] = saved
-
-
 # --- Spark's results, Spark's names -------------------------------------------------------
 
 def test_unnamed_columns_keep_sparks_names(spark, paper):
