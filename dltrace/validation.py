@@ -47,7 +47,7 @@ def dict_of(check: Check) -> Check:
 
 COLUMNS = list_of(text)
 SCHEMA = dict_of(text)
-PREVIOUS_VERSION = {"version": integer(1), "path": text, "rows": integer(), "schema": optional(SCHEMA)}
+PREVIOUS_VERSION = {"version": integer(1), "path": text, "rows": integer()}  # "schema" came later: optional
 
 TABLE_TYPES: dict[str, Check] = {
     "code": integer(1, MAX_TABLE_CODE),
@@ -63,7 +63,7 @@ TABLE_TYPES: dict[str, Check] = {
     "version": integer(1),
     "next_row": integer(),
     "changes": dict_of(integer()),
-    "previous": list_of(lambda old: isinstance(old, dict) and all(
+    "previous": list_of(lambda old: isinstance(old, dict) and optional(SCHEMA)(old.get("schema")) and all(
         name in old and check(old[name]) for name, check in PREVIOUS_VERSION.items())),
 }
 
@@ -114,15 +114,13 @@ def check_format(data: dict, file: Path, known: int, what: str) -> None:
 
 
 def check_catalog(data: Any, file: Path, known_format: int) -> None:
-    """``catalog.json``: ``{"format", "version", "tables": {name: entry}, "retired_codes"}``."""
+    """``catalog.json``: ``{"format", "version", "tables": {name: entry}, "retired_codes"}`` (other
+    top-level fields are left to whoever wrote them)."""
     from dltrace.catalog import TableEntry
 
     if not isinstance(data, dict):
         raise damaged(file, f"it must hold a JSON object, not {type(data).__name__}")
     check_format(data, file, known_format, "catalog")
-    unknown = sorted(set(data) - {"format", "version", "tables", "retired_codes"})
-    if unknown:
-        raise damaged(file, f"unknown field {unknown[0]!r}")
     if not integer()(data.get("version", 0)):
         raise damaged(file, f"version has a wrong value: {str(data['version'])[:60]!r}")
     if not list_of(integer(1, MAX_TABLE_CODE))(data.get("retired_codes", [])):

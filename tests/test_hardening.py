@@ -266,3 +266,14 @@ def test_api_refuses_header_for_other_formats(spark, tmp_path):
     (tmp_path / "t.json").write_text('{"a": 1}\n')
     with pytest.raises(BadInput, match="apply to CSV"):
         LineageSession(tmp_path / "c", spark=spark).register("t", tmp_path / "t.json", header=True)
+
+
+def test_the_oracles_duckdb_answers_correlated_exists_with_two_inequalities():
+    """DuckDB 1.x's deliminator answers this with no rows (tpch/duck.py)."""
+    from tpch.duck import connect
+
+    db = connect()
+    db.execute("CREATE TABLE a AS SELECT 11 AS t, 4 AS k, 200 AS n")
+    db.execute("CREATE TABLE b AS SELECT 10 AS t, 4 AS k, 1200 AS n")
+    query = "SELECT t FROM a WHERE EXISTS (SELECT 1 FROM b WHERE b.k = a.k AND b.t <> a.t AND b.n > a.n)"
+    assert db.execute(query).fetchall() == [(11,)]
