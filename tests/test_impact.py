@@ -256,7 +256,7 @@ def test_impact_on_the_old_version_finds_results_computed_from_it(revised):
     reeval = session.impact("store@v1 WHERE s_id = 2", query=STORE_QUERY).collect()
     assert as_bag(reeval) == as_bag(stored)
     # the corrected row has a new id: the old result was not computed from it
-    with pytest.warns(ImpactWarning, match=r"--source 'store@v1 WHERE \.\.\.'"):
+    with pytest.warns(ImpactWarning, match=r"the source 'store@v1 WHERE \.\.\.'"):
         assert session.impact("store WHERE s_id = 2", result="by_city").count() == 0
     # unchanged rows keep their ids: still found through the current version
     with pytest.warns(ImpactWarning):
