@@ -21,7 +21,7 @@ import re
 from sqlglot import exp
 
 from dltrace.rewriter import DL, parse
-from dltrace.rewriter.qualify import qualify_against_catalog
+from dltrace.rewriter.qualify import inner_joins, qualify_against_catalog
 
 GENERATED_NAME = re.compile(r"_col_\d+")  # sqlglot's alias for an unnamed output column
 
@@ -37,7 +37,7 @@ def plain_sql(query: str, schemas: dict[str, dict[str, str]]) -> str:
             continue
         columns = exp.select(*[exp.column(c, quoted=not re.fullmatch(r"[A-Za-z_]\w*", c)) for c in schemas[name]])
         table.replace(columns.from_(exp.to_table(table.name)).subquery(table.alias_or_name))
-    return expression.sql(dialect="spark")
+    return inner_joins(expression).sql(dialect="spark")  # sqlglot would print a comma as CROSS JOIN
 
 
 def with_spark_names(session, query: str, frame):

@@ -38,9 +38,9 @@ def one_line(err: str) -> str:
 
 @pytest.fixture()
 def catalog(paper, tmp_path) -> Path:
-    """A copy of the paper's catalog (store, item, sales), free to change."""
+    """A copy of the paper's catalog (store, item, sales) without other tests' results, free to change."""
     target = tmp_path / "catalog"
-    shutil.copytree(paper.catalog.directory, target)
+    shutil.copytree(paper.catalog.directory, target, ignore=shutil.ignore_patterns("results", "indexes"))
     return target
 
 
