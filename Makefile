@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench clean
+.PHONY: demo test fuzz bench clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10))' || { echo "dltrace needs Python 3.10 or newer"; exit 2; }
@@ -18,6 +18,10 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+# the fuzzed front door with 20 times the cases `make test` runs
+fuzz: $(STAMP)
+	DLTRACE_FUZZ_SCALE=20 $(BIN)/python -m pytest -q tests/test_fuzz.py
 
 bench: $(STAMP)
 	$(BIN)/python -m tpch bench --sf 1 --out bench-results/tpch

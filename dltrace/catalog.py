@@ -27,6 +27,8 @@ from pathlib import Path
 
 from dltrace.errors import BadInput, CatalogError, UnknownTable
 from dltrace.ids import MAX_TABLE_CODE, make_id, split_id
+from dltrace.recovery import sweep
+from dltrace.validation import check_catalog
 
 FORMAT = 1
 ID_COLUMN = "_dl_id"
@@ -70,13 +72,27 @@ class TableEntry:
         return {**{old["version"]: old["path"] for old in self.previous}, self.version: self.path}
 
 
+class Schemas(dict):
+    """``{table: {column: spark_type}}`` that knows which catalog it describes, so that the
+    rewriter's "not registered" says where it looked."""
+
+    location: str = ""
+
+
 class Catalog:
-    """A catalog directory; reads ``catalog.json`` lazily and rewrites it atomically."""
+    """A catalog directory; reads ``catalog.json`` lazily and rewrites it atomically.
+
+    Opening one also removes what killed writes left behind (``dltrace.recovery``)."""
 
     def __init__(self, directory: str | os.PathLike = ".dltrace") -> None:
-        self.directory = Path(directory)
+        # absolute: Spark resolves relative paths against the JVM's working directory, which
+        # stays where Spark started when Python changes directory (a notebook's os.chdir)
+        self.directory = Path(directory).absolute()
         self.version = 0
         self.tables: dict[str, TableEntry] = {}
+        # codes of dropped tables, never given out again: saved lineage may still hold their ids
+        self.retired_codes: list[int] = []
+        sweep(self.directory)
         self._load()
 
     @property
@@ -90,12 +106,9 @@ class Catalog:
             data = json.loads(self.file.read_text())
         except (OSError, ValueError) as error:
             raise CatalogError(f"cannot read {self.file}: {error}") from None
-        if data.get("format", 1) > FORMAT:
-            raise CatalogError(
-                f"{self.file} was written by a newer dltrace (catalog format {data['format']}, "
-                f"this one reads {FORMAT}): upgrade dltrace"
-            )
-        self.version = int(data.get("version", 0))
+        check_catalog(data, self.file, FORMAT)
+        self.version = data.get("version", 0)
+        self.retired_codes = data.get("retired_codes", [])
         self.tables = {name: TableEntry(**_with_revision_fields(entry)) for name, entry in data.get("tables", {}).items()}
 
     def save(self) -> None:
@@ -106,8 +119,9 @@ class Catalog:
             "format": FORMAT,
             "version": self.version,
             "tables": {name: asdict(entry) for name, entry in sorted(self.tables.items())},
+            **({"retired_codes": sorted(self.retired_codes)} if self.retired_codes else {}),
         }
-        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".catalog-", suffix=".json")
+        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=f".catalog-{os.getpid()}-", suffix=".json")
         with os.fdopen(fd, "w") as handle:
             json.dump(data, handle, indent=2)
         os.replace(tmp, self.file)
@@ -117,7 +131,8 @@ class Catalog:
             return self.tables[name.lower()]
         except KeyError:
             raise UnknownTable(
-                f"table '{name}' is not registered: run `dltrace register {name} PATH` first"
+                f"table '{name}' is not registered in catalog {self.directory.resolve()}: "
+                f"run `dltrace register {name} PATH` first, or choose the catalog with --catalog DIR"
             ) from None
 
     def data_path(self, name: str, version: int | None = None) -> Path:
@@ -131,9 +146,11 @@ class Catalog:
             raise BadInput(f"table '{name}' has no data version v{version} (it has {known})")
         return (self.directory / paths[version]).resolve()
 
-    def schemas(self) -> dict[str, dict[str, str]]:
+    def schemas(self) -> Schemas:
         """``{table: {column: spark_type}}`` for qualifying queries (``_dl_id`` not included)."""
-        return {name: dict(entry.schema) for name, entry in self.tables.items()}
+        schemas = Schemas({name: dict(entry.schema) for name, entry in self.tables.items()})
+        schemas.location = str(self.directory.resolve())
+        return schemas
 
     def table_of_code(self, code: int) -> str:
         for name, entry in self.tables.items():
@@ -145,7 +162,7 @@ class Catalog:
         return self.table_of_code(split_id(dl_id)[0])
 
     def next_code(self) -> int:
-        used = {entry.code for entry in self.tables.values()}
+        used = {entry.code for entry in self.tables.values()} | set(self.retired_codes)
         code = next((c for c in range(1, MAX_TABLE_CODE + 1) if c not in used), None)
         if code is None:
             raise CatalogError(f"the catalog is full ({MAX_TABLE_CODE} tables)")
@@ -165,11 +182,30 @@ def source_fingerprint(path: Path, fmt: str, options: dict) -> str:
     return digest.hexdigest()[:32]
 
 
-def read_source(spark, path: Path, fmt: str):
+def read_source(spark, path: Path, fmt: str, header: bool = True):
+    """The source as a DataFrame; a CSV's first row gives the column names when ``header``
+    (else Spark names them ``_c0``, ``_c1``, ...), and its types are inferred."""
     reader = spark.read
     if fmt == "csv":
-        reader = reader.option("header", "true").option("inferSchema", "true")
+        reader = reader.option("header", str(header).lower()).option("inferSchema", "true")
     return reader.format(fmt).load(str(path))
+
+
+DATA_LIKE = re.compile(r"^\s*([-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?|\d{4}-\d{2}-\d{2}.*)\s*$")
+
+
+def check_header(path: str | os.PathLike, columns: list[str], header: bool | None) -> None:
+    """Refuse a CSV whose first row, taken as column names by default, looks like data (a
+    number or a date among the names): a headerless file would silently lose its first row.
+
+    >>> check_header("n.csv", ["00", "ALGERIA", "0"], None)
+    Traceback (most recent call last):
+    dltrace.errors.BadInput: n.csv: the first row looks like data, not column names (00, 0): register with --no-header (columns _c0, _c1, ...), or --header to take it as names
+    """
+    data_like = [c for c in columns if DATA_LIKE.match(c)]
+    if header is None and data_like:
+        raise BadInput(f"{path}: the first row looks like data, not column names ({', '.join(data_like[:3])}): "
+                       "register with --no-header (columns _c0, _c1, ...), or --header to take it as names")
 
 
 def guess_format(path: Path) -> str:
@@ -192,9 +228,15 @@ def register(
     key: list[str] | None = None,
     order_by: list[str] | None = None,
     fmt: str | None = None,
+    header: bool | None = None,
 ) -> TableEntry:
     """Register ``path`` as table ``name``: ids dense from 0 in ``order_by`` order (ties and
     the default follow the source's own row order), written as Parquet with ``_dl_id``.
+
+    ``header`` (CSV only): whether the first row holds the column names.  By default it
+    does, unless it looks like data (``check_header``), which is refused: say which.
+    A source with no rows is a table with its schema and no ids; one without columns (an
+    empty file) is refused.
 
     Registering a revised source (DESIGN §3): with the same key as before, unchanged rows keep
     their ids and new or changed rows get new ones, numbered in ``order_by`` order after the
@@ -213,18 +255,25 @@ def register(
     fmt = (fmt or guess_format(source)).lower()
     if fmt not in FORMATS:
         raise BadInput(f"unknown format '{fmt}': use one of {', '.join(FORMATS)}")
+    if header is not None and fmt != "csv":
+        raise BadInput(f"--header/--no-header apply to CSV sources, and {path} is read as {fmt}")
     key = [k.strip() for k in key] if key else None
     order_by = [c.strip() for c in order_by] if order_by else None
-    fingerprint = source_fingerprint(source, fmt, {"key": key, "order_by": order_by})
+    options = {"key": key, "order_by": order_by, **({"header": header is not False} if fmt == "csv" else {})}
+    fingerprint = source_fingerprint(source, fmt, options)
     previous = catalog.tables.get(name)
     if previous and previous.fingerprint == fingerprint and (catalog.directory / previous.path).exists():
         return previous
 
     try:
-        frame = read_source(spark, source, fmt)
+        frame = read_source(spark, source, fmt, header is not False)
         columns = frame.columns
     except AnalysisException as error:
         raise BadInput(f"cannot read {path} as {fmt}: {str(error).splitlines()[0]}") from None
+    if not columns:
+        raise BadInput(f"{path} has no columns (an empty file?): there is nothing to register")
+    if fmt == "csv":
+        check_header(path, columns, header)
     lower = {c.lower(): c for c in columns}
     if ID_COLUMN in lower:
         raise BadInput(f"{path} already has a column named {ID_COLUMN}, which dltrace reserves")
@@ -262,6 +311,7 @@ def register(
     final = catalog.directory / relative
     tmp = catalog.directory / "tables" / f".tmp-{name}-{os.getpid()}-{time.time_ns()}"
     tmp.parent.mkdir(parents=True, exist_ok=True)
+    interrupted = False
     try:
         table.write.mode("overwrite").parquet(str(tmp))
         rows, new_rows = spark.read.parquet(str(tmp)).agg(
@@ -290,11 +340,15 @@ def register(
                 changes=changes if previous else {},
                 previous=[*previous.previous, _version_record(previous)] if previous else [],
             )
+        catalog.tables[name] = entry
+        catalog.save()  # right after the rename: a kill in between leaves unreferenced data
+    except KeyboardInterrupt:
+        interrupted = True  # the JVM call it cut short leaves Py4J unable to answer
+        raise
     finally:
-        cached.unpersist()
         shutil.rmtree(tmp, ignore_errors=True)
-    catalog.tables[name] = entry
-    catalog.save()
+        if not interrupted:
+            cached.unpersist()
     return entry
 
 

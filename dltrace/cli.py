@@ -8,12 +8,12 @@ import sys
 from pathlib import Path
 
 from dltrace.errors import BadInput, DltraceError
-from dltrace.ids import make_id
 from dltrace.rewriter.representation import REPRESENTATIONS
-from dltrace.formatting import DL_VALUES, row_dicts, write_csv, write_json, write_table
+from dltrace.formatting import DL_VALUES, row_dicts, table_footer, write_csv, write_json, write_table
 from dltrace.granularity import GranuleDecoder, split_lineage_on
 from dltrace.impact.commands import COMMANDS, add_parsers, output_limit, run_command, save_for_sql
 from dltrace.pipeline import Outcome, Statement, run_statement, split_statements
+from dltrace.tables import add_parser as add_tables_parser, id_range, run_tables
 
 FORMATS = ("table", "json", "csv")
 
@@ -33,6 +33,13 @@ def columns_list(text: str | None) -> list[str] | None:
     return [c.strip() for c in text.split(",") if c.strip()] if text else None
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """Usage errors as one line on stderr with exit status 2, like every other bad input."""
+
+    def error(self, message: str):
+        self.exit(2, f"dltrace: error: {BadInput(message)} (see `{self.prog} --help`)\n")
+
+
 def parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--catalog", help="catalog directory (default: $DLTRACE_CATALOG or ./.dltrace)")
@@ -45,7 +52,7 @@ def parser() -> argparse.ArgumentParser:
         "--lineage-on", metavar='"EXPR, EXPR"', help='lineage on combinations of these values instead of base rows ("": lineage off)'
     )
 
-    top = argparse.ArgumentParser(prog="dltrace", description="Forward data lineage for Spark SQL.")
+    top = OneLineParser(prog="dltrace", description="Forward data lineage for Spark SQL.")
     commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     reg = commands.add_parser("register", parents=[common], help="register a table: ids for its rows")
@@ -54,6 +61,8 @@ def parser() -> argparse.ArgumentParser:
     reg.add_argument("--key", help="key columns, comma separated (needed for revisions)")
     reg.add_argument("--order-by", help="id order, comma separated (chronological clusters lineage)")
     reg.add_argument("--format", choices=("parquet", "csv", "json", "orc"), help="source format (default: from the path)")
+    reg.add_argument("--header", action=argparse.BooleanOptionalAction,
+                     help="CSV: the first row holds the column names (default: yes, unless it looks like data)")
 
     sql = commands.add_parser("sql", parents=[common, lineage], help="run a query with lineage")
     sql.add_argument("query", help="SQL text or @file.sql")
@@ -78,16 +87,22 @@ def parser() -> argparse.ArgumentParser:
     demo.add_argument("--sf", type=float, default=0.01, help="TPC-H scale factor (default 0.01)")
     demo.add_argument("--data", default="data", help="where generated data is cached (default ./data)")
     add_parsers(commands, common)
+    add_tables_parser(commands, common)
     return top
 
 
 def quiet_pyspark_error_logs() -> None:
     """PySpark logs every Spark error it raises as a JSON stack trace on stderr; the CLI
-    reports the error itself, in one line."""
+    reports the error itself, in one line.  Py4J logs tracebacks through the root logger
+    when Ctrl-C interrupts a call to the JVM: the CLI says "interrupted" instead."""
+    import logging
+
     from pyspark.logger import PySparkLogger
 
     for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
         PySparkLogger.getLogger(name).disabled = True
+    if not logging.getLogger().handlers:
+        logging.getLogger().addHandler(logging.NullHandler())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -121,9 +136,12 @@ def run(args: argparse.Namespace) -> int:
 
         return demo(args.catalog, Path(args.data), args.sf, args.master)
     session = LineageSession(args.catalog, master=args.master)
+    if args.command == "tables":
+        return run_tables(session.catalog, args)
     if args.command == "register":
-        entry = session.register(args.name, args.path, columns_list(args.key), columns_list(args.order_by), args.format)
-        print(f"registered {args.name}: {entry.rows} rows, code {entry.code}, ids {make_id(entry.code, 0)}..{make_id(entry.code, entry.next_row - 1)}")
+        entry = session.register(args.name, args.path, columns_list(args.key), columns_list(args.order_by), args.format,
+                                 header=args.header)
+        print(f"registered {args.name}: {entry.rows} rows, code {entry.code}, {id_range(entry)}")
         if entry.changes:
             print(f"data version v{entry.version}: {entry.changes['unchanged']} rows unchanged (same ids), "
                   f"{entry.changes['new']} new or changed (new ids), {entry.changes['removed']} gone")
@@ -160,8 +178,7 @@ def print_rows(session, frame, args: argparse.Namespace, limit: int | None, gran
     if args.format == "table":
         rows = list(row_dicts(frame.limit(limit + 1).collect()))
         write_table(rows[:limit], columns, session.catalog, sys.stdout, granules.describe if granules else None)
-        more = " (more rows: raise --limit)" if len(rows) > limit else ""
-        print(f"({min(len(rows), limit)} rows{more})")
+        print(table_footer(min(len(rows), limit), frame.count() if len(rows) > limit else None))
         return
     rows = row_dicts((frame.limit(limit) if limit is not None else frame).toLocalIterator())
     if granules:

@@ -39,11 +39,24 @@ def step(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
 
 
+def data_step(sf: float, data: Path) -> str:
+    """What the demo does for data: a first run generates it, later runs reuse it.
+
+    >>> data_step(0.01, Path("/nonexistent"))
+    'generating TPC-H SF 0.01 into /nonexistent/ (kept for later runs)'
+    """
+    from tpch.data import is_generated
+
+    if is_generated(sf, data):
+        return f"using TPC-H SF {sf} generated earlier in {data}/"
+    return f"generating TPC-H SF {sf} into {data}/ (kept for later runs)"
+
+
 def demo(catalog: str | None, data: Path, sf: float, master: str | None) -> int:
     from tpch.register import register_tpch
 
     session = LineageSession(catalog, master=master)
-    step(f"generating TPC-H SF {sf} into {data}/ (cached) and registering it in {session.catalog.directory}/")
+    step(f"{data_step(sf, data)} and registering it in {session.catalog.directory}/")
     register_tpch(session, sf, data, progress=lambda m: step("  " + m))
     step("running TPC-H Q3 (top 5 orders by revenue) with lineage:")
     print("\n" + DEMO_QUERY + "\n")

@@ -4,9 +4,19 @@ from __future__ import annotations
 
 
 class DltraceError(Exception):
-    """A failure dltrace reports as one line; ``exit_code`` 1 means the run failed."""
+    """A failure dltrace reports as one line; ``exit_code`` 1 means the run failed.
+
+    Line breaks in the message (a quoted query, a Spark message; any that ``str.splitlines``
+    knows) become spaces, so that every error is one line whatever it quotes.
+
+    >>> str(BadInput("near 'select\\n  x'"))
+    "near 'select x'"
+    """
 
     exit_code = 1
+
+    def __init__(self, message: object = "") -> None:
+        super().__init__(" ".join(line.strip() for line in str(message).splitlines() if line.strip()))
 
 
 class BadInput(DltraceError):

@@ -107,3 +107,14 @@ def _text(value) -> str:
     return "NULL" if value is None else str(value)
 
 
+def table_footer(shown: int, total: int | None = None, noun: str = "rows") -> str:
+    """The line under a table: how many rows it shows, and of how many when it shows fewer.
+
+    >>> table_footer(0, 7)
+    '(0 of 7 rows: raise --limit to see more)'
+    >>> table_footer(3)
+    '(3 rows)'
+    """
+    if total is not None and total > shown:
+        return f"({shown} of {total} {noun}: raise --limit to see more)"
+    return f"({shown} {noun})"

@@ -40,6 +40,7 @@ from sqlglot import exp
 
 from dltrace.catalog import NAME_PATTERN, Catalog, quoted, with_positions
 from dltrace.errors import BadInput, CatalogError, DltraceError
+from dltrace.validation import check_result
 
 FORMAT = 2  # 2: inputs (results, lineage_tables, stamp); format 1 files still load
 ROW = "_row"
@@ -134,8 +135,7 @@ class ResultStore:
             data = json.loads(file.read_text())
         except (OSError, ValueError) as error:
             raise CatalogError(f"cannot read {file}: {error}") from None
-        if data.get("format", FORMAT) > FORMAT:
-            raise CatalogError(f"{file} was written by a newer dltrace (result format {data['format']}): upgrade dltrace")
+        check_result(data, file, FORMAT)
         return SavedResult(**data)
 
     def path(self, relative: str) -> Path:
@@ -180,7 +180,7 @@ class ResultStore:
             raise BadInput(f"the result has more than one column named {', '.join(repeated)}: give its columns distinct aliases")
         frame = frame.withColumn(DL, lineage_ids(frame))
         home = self.directory / name
-        stamp = f"{time.strftime('%Y%m%dT%H%M%S')}-{time.time_ns() % 1_000_000_000:09d}"
+        stamp = f"{time.strftime('%Y%m%dT%H%M%S')}-{time.time_ns() % 1_000_000_000:09d}-p{os.getpid()}"  # pid: dltrace.recovery
         data_dir = home / stamp
         data_dir.mkdir(parents=True)
         try:
@@ -304,7 +304,7 @@ class ResultStore:
 
     def _write_metadata(self, result: SavedResult) -> None:
         home = self.directory / result.name
-        fd, tmp = tempfile.mkstemp(dir=home, prefix=".result-", suffix=".json")
+        fd, tmp = tempfile.mkstemp(dir=home, prefix=f".result-{os.getpid()}-", suffix=".json")
         with os.fdopen(fd, "w") as handle:
             json.dump(asdict(result), handle, indent=2)
         os.replace(tmp, home / METADATA)

@@ -12,6 +12,7 @@ from dltrace.rewriter.base_table import tagged_row_ids
 from dltrace.rewriter.saved_result import LINEAGE_COLUMN
 from dltrace.catalog import NAME_PATTERN, Catalog, TableEntry, quoted, register
 from dltrace.errors import BadInput, DltraceError
+from dltrace.plain import plain_sql, with_spark_names
 from dltrace.results import DL, ResultStore, SavedResult, names_read, read_parquet, tables_read
 from dltrace.spark import get_spark
 from dltrace.views import ViewStore, inline
@@ -67,10 +68,12 @@ class LineageSession:
         key: list[str] | None = None,
         order_by: list[str] | None = None,
         format: str | None = None,
+        header: bool | None = None,
     ) -> TableEntry:
-        """Register a source (Parquet, CSV, JSON, ORC) as a table with lineage ids."""
+        """Register a source (Parquet, CSV, JSON, ORC) as a table with lineage ids; ``header``:
+        whether a CSV's first row names the columns (default: yes, unless it looks like data)."""
         self.check_name_free(name, "a table")
-        return register(self.spark, self.catalog, name, path, key=key, order_by=order_by, fmt=format)
+        return register(self.spark, self.catalog, name, path, key=key, order_by=order_by, fmt=format, header=header)
 
     # One namespace: registered tables, saved results and views (README, "Pipelines").
 
@@ -217,8 +220,8 @@ class LineageSession:
         return {**self.catalog.schemas(), **{name: result.query_columns for name, result in saved.items()}}
 
     def plain(self, query: str) -> str:
-        """The query without lineage, qualified like the lineage query (``*`` never shows ``_dl_id``)."""
-        return rewriter.qualify_against_catalog(rewriter.parse(self.expand(query)), self.schemas()).sql(dialect="spark")
+        """The query without lineage, as written (``*`` never shows ``_dl_id``): dltrace/plain.py."""
+        return plain_sql(self.expand(query), self.schemas())
 
     def sql(
         self,
@@ -240,7 +243,9 @@ class LineageSession:
             text = self.rewrite(query, semantics, repr, tag_instances, lineage_on) if lineage else self.plain(query)
         frame = self.run(text)
         if lineage:
-            self._queries[frame] = (self.expand(query), semantics, repr, lineage_on, disjoint)
+            expanded = self.expand(query)
+            frame = with_spark_names(self, expanded, frame)
+            self._queries[frame] = (expanded, semantics, repr, lineage_on, disjoint)
         return frame
 
     def run(self, spark_sql: str):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -36,3 +37,19 @@ def tpch(spark, tmp_path_factory) -> LineageSession:
     session = LineageSession(tmp_path_factory.mktemp("tpch-catalog"), spark=spark)
     register_tpch(session, 0.01, ROOT / "data")
     return session
+
+
+FUZZ_CASES = pytest.StashKey[Counter]()
+
+
+@pytest.fixture(scope="session")
+def fuzz_cases(request) -> Counter:
+    """Cases the fuzz tests ran, by front door; printed at the end of the run."""
+    return request.config.stash.setdefault(FUZZ_CASES, Counter())
+
+
+def pytest_terminal_summary(terminalreporter, config) -> None:
+    cases = config.stash.get(FUZZ_CASES, None)
+    if cases:
+        parts = ", ".join(f"{door} {n}" for door, n in sorted(cases.items()))
+        terminalreporter.write_line(f"fuzz: {sum(cases.values())} cases ({parts})")

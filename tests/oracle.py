@@ -17,12 +17,12 @@ from collections import Counter
 import decimal
 import math
 
-import duckdb
 import sqlglot
 from sqlglot import exp
 from sqlglot.optimizer.qualify import qualify
 
 from dltrace import LineageSession
+from tpch.duck import connect
 
 
 INSTANCE_SHIFT = 56
@@ -32,7 +32,7 @@ class DuckOracle:
     """The catalog's tables in DuckDB, restricted on demand to a set of ids."""
 
     def __init__(self, session: LineageSession) -> None:
-        self.db = duckdb.connect()
+        self.db = connect()
         self.tables = list(session.catalog.tables)
         self.schemas = session.catalog.schemas()
         self.instance_views: set[str] = set()

@@ -18,6 +18,7 @@ from dltrace import BadInput, LineageSession
 from dltrace.cli import main
 from dltrace.errors import SqlSyntaxError, UnknownColumn
 from dltrace.formatting import lineage_ids
+from tpch.duck import connect
 from dltrace.granularity import split_lineage_on
 from dltrace.rewriter.representation import REPRESENTATIONS
 from tpch.queries import load
@@ -41,7 +42,7 @@ def tpch_duck(tpch) -> duckdb.DuckDBPyConnection:
 
 def duck(session: LineageSession) -> duckdb.DuckDBPyConnection:
     """The catalog's tables as DuckDB views over their Parquet (no dltrace code)."""
-    db = duckdb.connect()
+    db = connect()
     for name in session.catalog.tables:
         db.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet('{session.catalog.data_path(name)}/*.parquet')")
     return db

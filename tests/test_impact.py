@@ -256,7 +256,7 @@ def test_impact_on_the_old_version_finds_results_computed_from_it(revised):
     reeval = session.impact("store@v1 WHERE s_id = 2", query=STORE_QUERY).collect()
     assert as_bag(reeval) == as_bag(stored)
     # the corrected row has a new id: the old result was not computed from it
-    with pytest.warns(ImpactWarning, match=r"--source 'store@v1 WHERE \.\.\.'"):
+    with pytest.warns(ImpactWarning, match=r"the source 'store@v1 WHERE \.\.\.'"):
         assert session.impact("store WHERE s_id = 2", result="by_city").count() == 0
     # unchanged rows keep their ids: still found through the current version
     with pytest.warns(ImpactWarning):
@@ -323,7 +323,7 @@ def test_bad_input_is_one_line_exit_2(capsys, paper_result, args, expected):
 def test_a_source_matching_no_rows_says_so(capsys, paper_result, target):
     code, out, err = cli(capsys, "impact", "--source", "store WHERE s_id = 99", *target, "--catalog", paper_result)
     assert code == 0 and "(0 affected rows)" in out
-    assert "no rows match --source store WHERE s_id = 99" in one_line(err)
+    assert "no rows match the source 'store WHERE s_id = 99'" in one_line(err)
     code, out, err = cli(capsys, "impact", "--source", "store WHERE s_id = 99", *target, "--format", "json",
                          "--catalog", paper_result)
     assert code == 0 and out == "" and "nothing is affected" in one_line(err)

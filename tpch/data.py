@@ -95,6 +95,11 @@ def generate(sf: float, root: Path = Path("data")) -> Path:
     return cached_directory(target, build, _is_complete)
 
 
+def is_generated(sf: float, root: Path = Path("data")) -> bool:
+    """Whether ``generate(sf, root)`` would find its data already there."""
+    return _is_complete(Path(root) / f"tpch-sf{scale_label(sf)}")
+
+
 def _is_complete(directory: Path) -> bool:
     return parquet_readable(table_paths(directory).values())
 

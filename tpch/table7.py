@@ -77,16 +77,15 @@ def characteristics(session, name: str, query: str, semantics: str = "control") 
 def independent_average(session, query: str) -> float | None:
     """The average number of contributing base rows per result row, as DuckDB finds them with
     Perm's provenance query; None for a query with subqueries, which that query cannot trace."""
-    import duckdb
-
     from tpch.baselines import contributing_ids_duckdb, shape_of
+    from tpch.duck import connect
     from tpch.harness import CannotRun
 
     try:
         shape = shape_of(session, query)
     except CannotRun:
         return None
-    db = duckdb.connect()
+    db = connect()
     for name in session.catalog.tables:
         db.execute(f"CREATE VIEW dl_{name} AS SELECT * FROM read_parquet('{session.catalog.data_path(name)}/*.parquet')")
     text = contributing_ids_duckdb(shape, "dl_")

@@ -61,9 +61,9 @@ class Verdict:
 
 def run_duckdb(tables: dict[str, Path], sql_by_name: dict[str, str]) -> dict[str, Outcome | str]:
     """Run each Spark SQL query on DuckDB over views of the Parquet tables; errors as text."""
-    import duckdb
+    from tpch.duck import connect
 
-    connection = duckdb.connect()
+    connection = connect()
     try:
         for table, path in tables.items():
             connection.execute(f"create view {table} as select * from read_parquet('{path}')")

@@ -27,6 +27,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import Token, TokenType
 
+from dltrace.rewriter.qualify import parse_error_description
 from dltrace.errors import BadInput, SqlSyntaxError
 
 # The L of a LINEAGE ON clause: parsed expressions, each maybe aliased.
@@ -100,7 +101,7 @@ def _parse_list(text: str) -> list[exp.Expression]:
     try:
         select = sqlglot.parse_one(f"SELECT {text}", read="spark")
     except (ParseError, TokenError) as error:
-        detail = str(error).split(". Line")[0].split("\n")[0]
+        detail = parse_error_description(error) if isinstance(error, ParseError) else str(error)
         raise SqlSyntaxError(f"cannot parse LINEAGE ON ({text.strip()}): {detail}") from None
     extra = [key for key, value in select.args.items() if key != "expressions" and value]
     if not isinstance(select, exp.Select) or extra:

@@ -14,7 +14,7 @@ import warnings
 from dataclasses import asdict
 
 from dltrace.errors import BadInput
-from dltrace.formatting import TABLE_DEFAULT_LIMIT, row_dicts, write_json, write_table
+from dltrace.formatting import TABLE_DEFAULT_LIMIT, row_dicts, table_footer, write_json, write_table
 from dltrace.impact.search import MODES, ImpactWarning, collect_bad_ids, matches_nothing
 from dltrace.impact.source import SOURCE_FORM, parse_source
 from dltrace.results import ResultStore
@@ -106,13 +106,12 @@ def _impact(session, args: argparse.Namespace, query_text) -> int:
             collect_bad_ids(session, source)
         raise
     if not rows and reeval and matches_nothing(session, source):  # stored mode has said so already
-        warnings.warn(ImpactWarning(f"no rows match --source {source.text}: nothing is affected"))
+        warnings.warn(ImpactWarning(f"no rows match the source '{source.text}': nothing is affected"))
     if args.format == "json":
         write_json(rows[:limit] if limit is not None else rows, sys.stdout)
         return 0
     write_table(rows[:limit], frame.columns, session.catalog, sys.stdout)
-    more = " (more rows: raise --limit)" if len(rows) > limit else ""
-    print(f"({min(len(rows), limit)} affected rows{more})")
+    print(table_footer(min(len(rows), limit), frame.count() if len(rows) > limit else None, "affected rows"))
     return 0
 
 

@@ -129,7 +129,7 @@ def stored_impact(session, source: Source, saved: SavedResult, use_index: bool =
     """The rows of ``saved`` whose DL overlaps the bad ids, ``DL`` narrowed to those ids."""
     ids = collect_bad_ids(session, source)
     if not len(ids):
-        warnings.warn(ImpactWarning(f"no rows match --source {source.text}: nothing is affected"), stacklevel=3)
+        warnings.warn(ImpactWarning(f"no rows match the source '{source.text}': nothing is affected"), stacklevel=3)
     return search_result(session, ResultStore(session.catalog), saved, ids, use_index)
 
 
@@ -240,7 +240,7 @@ def warn_if_stale(session, saved: SavedResult, source: Source, mode: str) -> Non
         advice = "re-evaluation runs its query on the current data"
     elif source.table in changed and source.version != changed[source.table][0]:
         advice = (f"its lineage has the ids of {source.table} v{changed[source.table][0]}: ask about the rows it was "
-                  f"computed from with --source '{source.table}@v{changed[source.table][0]} WHERE ...'")
+                  f"computed from with the source '{source.table}@v{changed[source.table][0]} WHERE ...'")
     else:
         advice = "rows new or changed since are not in its lineage"
     warnings.warn(ImpactWarning(

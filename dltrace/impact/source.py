@@ -17,6 +17,7 @@ from sqlglot.errors import ParseError, TokenError
 
 from dltrace.catalog import ID_COLUMN, Catalog
 from dltrace.errors import BadInput, UnknownColumn
+from dltrace.rewriter.qualify import parse_error_description
 
 SOURCE_PATTERN = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)(?:@v(\d+))?\s+where\s+(.+?)\s*;?\s*$", re.IGNORECASE | re.DOTALL)
 SOURCE_FORM = "'TABLE WHERE PREDICATE' (or 'TABLE@vK WHERE PREDICATE' for data version K)"
@@ -75,7 +76,7 @@ def _parse_predicate(text: str, table: str) -> exp.Expression:
     except ParseError as error:
         first = error.errors[0] if error.errors else {}
         near = first.get("highlight")
-        description = str(first.get("description", error)).split(". Line")[0].split(" <Token")[0]
+        description = parse_error_description(error)
         column = max(int(first.get("col", len(prefix))) - len(prefix), 1) if first.get("line", 1) == 1 else first.get("col")
         raise BadInput(
             f"--source: the predicate does not parse at column {column}{f' near {near!r}' if near else ''}: {description}"

@@ -1,0 +1,82 @@
+"""Leftovers of writes that were killed (SIGKILL, power loss): removed by the next command.
+
+Every write in a catalog goes to a temporary name that carries the writer's process id and
+is renamed into place (or recorded in metadata) only when complete, so a killed write leaves
+the previous state intact plus some garbage.  ``sweep`` deletes the garbage of writers that
+are no longer running; a live writer's files are never touched, so two processes may share
+a catalog.  Temporary names (``<pid>`` is the writer's process id)::
+
+    tables/.tmp-<name>-<pid>-<ns>/            a registration's data before the rename
+    indexes/.tmp-<index>-<pid>-<ns>/          a key index before the rename
+    .catalog-<pid>-*.json                     catalog.json before the rename
+    results/<name>/<stamp>-p<pid>/            a save's data before result.json names it
+    results/<name>/.result-<pid>-*.json       result.json before the rename
+    tables/.dropped-<name>-<pid>-<ns>/        what a table drop renamed away (the drop is done)
+    results/.dropped-<name>-<ns>/             what a result drop renamed away
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+
+PID = re.compile(r"-p?(\d+)-")  # the writer's pid in a temporary name
+STAMP_PID = re.compile(r"-p(\d+)$")
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a reused pid only postpones a cleanup)."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _dead_writer(name: str, pattern: re.Pattern = PID) -> bool:
+    match = pattern.search(name)
+    return match is None or not pid_alive(int(match.group(1)))
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def sweep(directory: Path) -> None:
+    """Delete what killed writers left in catalog ``directory``."""
+    if not directory.is_dir():
+        return
+    for pattern in (".catalog-*.json", "tables/.tmp-*", "indexes/.tmp-*", "tables/.dropped-*", "results/.dropped-*"):
+        for path in directory.glob(pattern):
+            if _dead_writer(path.name):
+                _remove(path)
+    for home in directory.glob("results/*/"):
+        if not home.name.startswith("."):
+            _sweep_result(home)
+
+
+def _sweep_result(home: Path) -> None:
+    """A saved result's directory: data no ``result.json`` names, written by dead processes."""
+    for tmp in home.glob(".result-*.json"):
+        if _dead_writer(tmp.name):
+            _remove(tmp)
+    metadata = home / "result.json"
+    try:
+        referenced = Path(json.loads(metadata.read_text())["data"]).parent.name if metadata.exists() else None
+    except (OSError, ValueError, KeyError, TypeError):
+        return  # a damaged result.json: reported when it is read, its data left alone
+    for child in home.iterdir():
+        if child.is_dir() and child.name != referenced and _dead_writer(child.name, STAMP_PID):
+            _remove(child)
+    if referenced is None and not any(home.iterdir()):
+        home.rmdir()
