@@ -20,8 +20,8 @@ may be mixed, the output has the requested kind.
 [False, True, False]
 
 Spark batches go through :func:`union_by_row` and :func:`ids_by_row`, which
-handle all rows of a batch together in one shared roBDD forest, so their
-Python work follows the batch's ids and nodes, not its number of rows:
+handle all rows of a batch in the same numpy passes, so their Python work
+follows the batch's ids and nodes, not its number of rows:
 
 >>> data, offsets = union_by_row(3, decode_batch([a, b]), np.array([0, 2]), np.array([7, 7, 8]), np.array([0, 1, 1]))
 >>> [ids_from_bytes(data[offsets[i]:offsets[i + 1]].tobytes()).tolist() for i in range(3)]
@@ -41,7 +41,7 @@ from .encoding import (
     KIND_BDD,
     DecodedBatch,
     decode_batch,
-    encode_forest,
+    encode_tables,
     encode_sorted_keys,
     encode_table,
     kind_code,
@@ -50,7 +50,7 @@ from .encoding import (
     singleton_table_bytes,
     union_runs,
 )
-from .nodetable import build_forest, build_from_runs, contains_keys, count_root
+from .nodetable import build_from_runs, build_tables, contains_keys, count_root
 from .runs import keys_from_runs, merge_owned_runs, owned_runs_from_keys, run_total, runs_from_keys
 from .sorted_set import SortedIdSet
 
@@ -121,7 +121,7 @@ def union_by_row(
         lo, hi, owner = merge_owned_runs(
             np.concatenate((lo, set_lo)), np.concatenate((hi, set_hi)), np.concatenate((owner, set_row[set_input]))
         )
-    return encode_forest(build_forest(lo, hi, owner, rows))
+    return encode_tables(build_tables(lo, hi, owner, rows))
 
 
 def ids_by_row(rows: int, sets: DecodedBatch, set_row: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

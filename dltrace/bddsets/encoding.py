@@ -57,7 +57,7 @@ import numpy as np
 
 from .base import LineageDecodeError, SIGN_BIT
 from .codec import decode_varints, encode_varints, read_varints_at, unzigzag, varint_sizes, zigzag
-from .nodetable import FALSE, TRUE, Forest, NodeTable, paths_of_roots
+from .nodetable import FALSE, TRUE, CanonicalTables, NodeTable, paths_of_roots
 from .runs import keys_from_runs, merge_runs, run_total
 
 MAGIC = b"DLS"
@@ -131,43 +131,19 @@ def _varint_size(value: int) -> int:
 
 def encode_table(table: NodeTable) -> bytes:
     """roBDD encoding of a canonical single-root node table."""
-    data, _ = encode_tables(table.bits, table.lows, table.highs, np.array([table.size]), table.roots)
+    data, _ = encode_tables(CanonicalTables(table.bits, table.lows, table.highs, np.array([0, table.size]), table.roots))
     return data.tobytes()
 
 
-def encode_forest(forest: Forest) -> tuple[np.ndarray, np.ndarray]:
-    """roBDD encodings of every set of a forest: the bytes, concatenated, and their offsets.
-
-    Each set's nodes are renumbered 2, 3, ... in ascending global code order,
-    which is canonical (see :class:`~dltrace.bddsets.nodetable.Forest`), so the
-    bytes equal :func:`encode_table` of each set's own canonical table.
-    """
-    members, offsets, table = forest.members, forest.offsets, forest.table
-    sizes = np.diff(offsets)
-    owner = np.repeat(np.arange(sizes.size), sizes)
-    # a child's local code: its rank among its set's members, found by searching (set, code) keys
-    stride = np.int64(table.size + 2)
-    pair_keys = owner * stride + members
-    local = []
-    for children in (table.lows[members - 2], table.highs[members - 2]):
-        rank = np.searchsorted(pair_keys, owner * stride + children) - offsets[owner]
-        local.append(np.where(children < 2, children, rank + 2))
-    return encode_tables(table.bits[members - 2], local[0], local[1], sizes, table.roots)
-
-
-def encode_tables(
-    bits: np.ndarray, lows: np.ndarray, highs: np.ndarray, sizes: np.ndarray, roots: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """roBDD encodings of many canonical tables, concatenated (each its own codes 2, 3, ...).
-
-    ``sizes`` gives each table's node count, ``roots`` its root code (only a
-    terminal root matters: otherwise the root is the last node). Returns the
-    bytes of all encodings as one uint8 array and the int64 offsets of each.
-    """
-    tables = sizes.size
-    owner = np.repeat(np.arange(tables), sizes)
-    first = np.cumsum(sizes) - sizes
-    codes = np.arange(owner.size, dtype=np.int64) - np.repeat(first, sizes) + 2
+def encode_tables(tables: CanonicalTables) -> tuple[np.ndarray, np.ndarray]:
+    """roBDD encodings of many canonical tables: the bytes, concatenated (uint8), and their int64 offsets."""
+    bits, lows, highs, roots = tables.bits, tables.lows, tables.highs, tables.roots
+    sizes = np.diff(tables.offsets)
+    count = sizes.size
+    if count == 0:
+        return np.empty(0, dtype=np.uint8), np.zeros(1, dtype=np.int64)
+    owner = np.repeat(np.arange(count), sizes)
+    codes = np.arange(owner.size, dtype=np.int64) - np.repeat(tables.offsets[:-1], sizes) + 2
     has_previous = codes > 2
     low_chain = has_previous & (lows == codes - 1) & (highs == FALSE)
     high_chain = has_previous & (lows == FALSE) & (highs == codes - 1)
@@ -175,7 +151,7 @@ def encode_tables(
     stream_a = ((bits << 2) | shapes).astype(np.uint8)
     general = np.flatnonzero(shapes == SHAPE_GENERAL)
     # varints per table: node count, root reference, then low and high of each general node
-    general_count = np.bincount(owner[general], minlength=tables)
+    general_count = np.bincount(owner[general], minlength=count)
     value_count = 2 + 2 * general_count
     value_first = np.cumsum(value_count) - value_count
     values = np.empty(int(value_count.sum()), dtype=np.uint64)
@@ -192,7 +168,7 @@ def encode_tables(
     out = np.empty(int(offsets[-1]), dtype=np.uint8)
     starts = offsets[:-1]
     out[(starts[:, None] + np.arange(HEADER_SIZE)).reshape(-1)] = np.tile(
-        np.frombuffer(header(KIND_BDD), dtype=np.uint8), tables
+        np.frombuffer(header(KIND_BDD), dtype=np.uint8), count
     )
     out[_ranges(starts + HEADER_SIZE, starts + HEADER_SIZE + value_bytes)] = np.frombuffer(
         encode_varints(values), dtype=np.uint8

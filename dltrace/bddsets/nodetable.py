@@ -157,23 +157,28 @@ class _Interner:
 
 
 @dataclass(frozen=True, eq=False)
-class Forest:
-    """Canonical roBDDs of many sets in one shared node table.
+class CanonicalTables:
+    """The canonical tables of many sets, concatenated row-wise.
 
-    ``table.roots[i]`` is set i's root, and ``members[offsets[i]:offsets[i + 1]]``
-    are the codes of set i's nodes, ascending. Codes are interned bottom-up and,
-    within a bit, in (low, high) order, so ascending global codes are the
-    canonical order of every set's own nodes: renumbering a set's nodes 2, 3, ...
-    in that order gives its canonical table.
+    Set i owns rows ``offsets[i]:offsets[i + 1]`` of ``bits``/``lows``/``highs``;
+    its node codes count from 2 at its own first row (so its children refer to
+    its own rows), and ``roots[i]`` is its root code (FALSE, TRUE, or its last row).
     """
 
-    table: NodeTable
-    members: np.ndarray
+    bits: np.ndarray
+    lows: np.ndarray
+    highs: np.ndarray
     offsets: np.ndarray
+    roots: np.ndarray
+
+    def table(self, index: int) -> NodeTable:
+        """Set ``index``'s canonical table."""
+        rows = slice(self.offsets[index], self.offsets[index + 1])
+        return NodeTable(self.bits[rows], self.lows[rows], self.highs[rows], self.roots[index : index + 1])
 
 
-def build_forest(lo: np.ndarray, hi: np.ndarray, owner: np.ndarray, sets: int) -> Forest:
-    """Canonical roBDDs of ``sets`` sets from their runs, all sets at once.
+def build_tables(lo: np.ndarray, hi: np.ndarray, owner: np.ndarray, sets: int) -> CanonicalTables:
+    """Canonical roBDDs of ``sets`` sets from their runs, all sets in the same numpy passes.
 
     ``lo``/``hi``/``owner`` are each set's disjoint maximal runs, sorted by
     (owner, lo); sets without runs are empty. Bottom-up over the 64 bits. At
@@ -182,9 +187,10 @@ def build_forest(lo: np.ndarray, hi: np.ndarray, owner: np.ndarray, sets: int) -
     each level handles at most 2 * runs blocks per set (one per set near the
     root), and a block without endpoints is classified from its sibling: it is
     TRUE when the run open at the sibling's facing edge continues into it.
-    Node (bit, low, high) triples are interned across all sets, so equal
-    sub-BDDs of different sets share a node and a level costs a few numpy passes
-    however many sets there are.
+
+    A level's new nodes are sorted by (set, low, high): equal ones merge, and
+    each gets the next codes of its set in canonical order, so every set comes
+    out canonical without a global node table or a renumbering pass.
     """
     endpoints = np.empty(2 * lo.size, dtype=np.uint64)
     endpoints[0::2] = lo
@@ -202,9 +208,8 @@ def build_forest(lo: np.ndarray, hi: np.ndarray, owner: np.ndarray, sets: int) -
     # (its first endpoint is a run end); ends_inside: its last key's run goes on.
     starts_inside = position[is_first] % 2 == 1
     ends_inside = position[is_last] % 2 == 0
-    interner = _Interner()
-    member_owner: list[np.ndarray] = []
-    member_code: list[np.ndarray] = []
+    filled = np.zeros(sets, dtype=np.int64)  # nodes of each set so far
+    levels: list[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
     for bit in range(KEY_BITS):
         parents = blocks >> _ONE
         is_high = (blocks & _ONE).astype(bool)
@@ -223,30 +228,54 @@ def build_forest(lo: np.ndarray, hi: np.ndarray, owner: np.ndarray, sets: int) -
         values = low_child.copy()
         distinct = np.flatnonzero(low_child != high_child)
         if distinct.size:
-            codes = interner.intern(bit, low_child[distinct], high_child[distinct])
-            values[distinct] = codes
-            member_owner.append(block_owner[distinct])
-            member_code.append(codes)
+            owners, lows, highs, inverse = _unique_nodes(block_owner[distinct], low_child[distinct], high_child[distinct], filled)
+            starts = np.flatnonzero(np.concatenate(([True], owners[1:] != owners[:-1])))
+            rank = np.arange(owners.size) - np.repeat(starts, np.diff(np.append(starts, owners.size)))
+            codes = filled[owners] + 2 + rank
+            values[distinct] = codes[inverse]
+            filled += np.bincount(owners, minlength=sets)
+            levels.append((bit, owners, codes, lows, highs))
         blocks = parents[new_group]
         starts_inside, ends_inside = parent_starts_inside, parent_ends_inside
     roots = np.zeros(sets, dtype=np.int64)  # FALSE: sets without runs
     roots[block_owner] = values  # one block per set is left: the whole key space
-    if not member_code:
-        return Forest(interner.table(roots), np.empty(0, dtype=np.int64), np.zeros(sets + 1, dtype=np.int64))
-    # (owner, code) pairs repeat where two blocks of a set share a node
-    pairs = np.sort(np.concatenate(member_owner) * np.int64(interner.next_code) + np.concatenate(member_code))
-    pairs = pairs[np.concatenate(([True], pairs[1:] != pairs[:-1]))]  # np.unique hashes: 10x slower
-    members = pairs % interner.next_code
-    offsets = np.searchsorted(pairs // interner.next_code, np.arange(sets + 1))
-    return Forest(interner.table(roots), members, offsets)
+    offsets = np.concatenate(([0], np.cumsum(filled)))
+    bits, lows, highs = (np.empty(int(offsets[-1]), dtype=np.int64) for _ in range(3))
+    for bit, owners, codes, level_lows, level_highs in levels:
+        rows = offsets[owners] + codes - 2
+        bits[rows], lows[rows], highs[rows] = bit, level_lows, level_highs
+    return CanonicalTables(bits, lows, highs, offsets, roots)
+
+
+def _unique_nodes(
+    owners: np.ndarray, lows: np.ndarray, highs: np.ndarray, filled: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct (set, low, high) triples, sorted, and the index of each input among them.
+
+    Packed into one int64 sort key when it fits (child codes of a set are
+    below 2 + its node count), else sorted with np.lexsort.
+    """
+    bound = int(filled.max()) + 2
+    if (int(owners[-1]) + 1) * bound * bound < 1 << 62:
+        keys = (owners * bound + lows) * bound + highs
+        order = np.argsort(keys)
+        ordered = keys[order]
+        first = np.empty(order.size, dtype=bool)
+        first[0] = True
+        np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    else:
+        order = np.lexsort((highs, lows, owners))
+        first = np.ones(order.size, dtype=bool)
+        first[1:] = np.any(np.diff(np.stack((owners[order], lows[order], highs[order])), axis=1) != 0, axis=0)
+    inverse = np.empty(order.size, dtype=np.int64)
+    inverse[order] = np.cumsum(first) - 1
+    kept = order[first]
+    return owners[kept], lows[kept], highs[kept], inverse
 
 
 def build_from_runs(lo: np.ndarray, hi: np.ndarray) -> NodeTable:
-    """Canonical roBDD of the keys covered by disjoint sorted maximal runs.
-
-    :func:`build_forest` of one set: every node it interns is reachable from the root.
-    """
-    return build_forest(lo, hi, np.zeros(lo.size, dtype=np.int64), 1).table
+    """Canonical roBDD of the keys covered by disjoint sorted maximal runs (one set of :func:`build_tables`)."""
+    return build_tables(lo, hi, np.zeros(lo.size, dtype=np.int64), 1).table(0)
 
 
 def canonicalize(table: NodeTable) -> NodeTable:
