@@ -4,7 +4,11 @@ A ``bdd`` lineage set is a ``binary`` cell holding a serialized roBDD
 (:mod:`dltrace.bddsets`).  CUDD functions cannot cross process boundaries, so every
 function here takes and returns bytes.  Grouping stays native: the rewriter feeds these
 functions ``collect_set``/``collect_list`` results, so Spark still aggregates map-side
-and the UDF runs once per group (or per output row), never per input row.
+and a UDF sees groups (or output rows), never input rows.  Each Arrow batch is handled
+whole (:func:`dltrace.bddsets.bulk.union_by_row`): its sets are decoded straight from
+the Arrow buffers and all its roBDDs are built in the same numpy passes, so Python's
+work follows the batch's ids and roBDD nodes, not its number of rows (per-row Python
+had made Q10's 37,967 output rows cost 127 s at SF 1).
 
 * ``dl_bdd_union(sets array<binary>, ids array<bigint>) -> binary``: the union of the sets
   and the ids (NULL sets and NULL ids count as ∅) — DLUNION, joins and the final DL;
