@@ -69,6 +69,9 @@ def sort_owned_keys(keys: np.ndarray, owner: np.ndarray) -> tuple[np.ndarray, np
     """
     if keys.size == 0:
         return keys.astype(np.uint64), owner.astype(np.int64)
+    same_owner = owner[1:] == owner[:-1]
+    if np.all((owner[1:] > owner[:-1]) | (same_owner & (keys[1:] >= keys[:-1]))):
+        return keys, owner.astype(np.int64)  # sorted already (e.g. a subquery's sorted copy on every row)
     top = (keys >> _LOW_BITS).astype(np.int64)
     present = np.zeros(1 << 16, dtype=bool)
     present[top] = True
@@ -81,9 +84,8 @@ def sort_owned_keys(keys: np.ndarray, owner: np.ndarray) -> tuple[np.ndarray, np
     rank = (np.cumsum(present) - 1).astype(np.uint64)
     packed = (owner.astype(np.uint64) << np.uint64(48 + top_bits)) | (rank[top] << _LOW_BITS) | (keys & _LOW_MASK)
     packed.sort()
-    low_top = np.uint64(48 + top_bits)
     top_rank = ((packed >> _LOW_BITS) & np.uint64((1 << top_bits) - 1)).astype(np.int64)
-    return (top_codes[top_rank] << _LOW_BITS) | (packed & _LOW_MASK), (packed >> low_top).astype(np.int64)
+    return (top_codes[top_rank] << _LOW_BITS) | (packed & _LOW_MASK), (packed >> np.uint64(48 + top_bits)).astype(np.int64)
 
 
 def owned_runs_from_keys(keys: np.ndarray, owner: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
