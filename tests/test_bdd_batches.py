@@ -169,3 +169,15 @@ def test_owned_runs_are_each_owners_maximal_runs(runs: list[tuple[int, int, int]
                 expected.append((who, k, k))
     for got in (merged, from_keys):
         assert list(zip(got[2].tolist(), got[0].tolist(), got[1].tolist())) == expected
+
+
+def test_rows_repeating_the_row_before_are_built_once_and_right() -> None:
+    """A subquery's lineage copy is the same id array on every row: the UDF builds it once,
+    and rows that only look alike (same length, other ids or order, or with sets) stay apart."""
+    copy = [(2 << 48) + i for i in range(0, 3000, 3)]
+    other = [*copy[:-1], copy[-1] + 1]
+    sets = [[], [], None, [], [bytes_from_ids([5])], [], [], []]
+    ids = [copy, copy, copy, other, copy, copy, copy[::-1], [7]]
+    out = union_column(pa.array(sets, SETS), pa.array(ids, IDS)).to_pylist()
+    assert out == [per_row_union(s, i) for s, i in zip(sets, ids)]
+    assert out[0] == out[1] == out[2] == out[5] == out[6] != out[3]

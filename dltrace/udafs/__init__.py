@@ -57,13 +57,41 @@ def _binary_column(data: np.ndarray, offsets: np.ndarray) -> pa.Array:
     return pa.Array.from_buffers(pa.binary(), offsets.size - 1, [None, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data)])
 
 
+def _repeats_previous(rows: int, id_row: np.ndarray, ids: np.ndarray, set_row: np.ndarray) -> np.ndarray:
+    """Rows without sets whose ids are those of the row before, in the same order.
+
+    A subquery's lineage copy is the same array on every row (Q11: 1048 rows of
+    the same 32k ids); its roBDD is then built once, not once per row.
+    """
+    counts = np.bincount(id_row, minlength=rows)
+    no_sets = np.bincount(set_row, minlength=rows) == 0
+    repeats = np.zeros(rows, dtype=bool)
+    repeats[1:] = no_sets[1:] & no_sets[:-1] & (counts[1:] == counts[:-1]) & (counts[1:] > 0)
+    candidates = np.flatnonzero(repeats)
+    if candidates.size:
+        sizes = counts[candidates]
+        firsts = (np.cumsum(counts) - counts)[candidates]
+        positions = np.arange(int(sizes.sum())) + np.repeat(firsts - (np.cumsum(sizes) - sizes), sizes)
+        differs = ids[positions] != ids[positions - np.repeat(sizes, sizes)]
+        repeats[np.repeat(candidates, sizes)[differs]] = False
+    return repeats
+
+
 def union_column(sets: pa.Array, ids: pa.Array) -> pa.Array:
     """Row by row, the roBDD of ``sets ∪ ids``; all rows of the batch built together."""
     set_row, set_valid, set_values = _row_slices(sets)
     id_row, id_valid, id_values = _row_slices(ids)
-    id_numbers = id_values.fill_null(0).to_numpy()[id_valid]  # (with NULLs, to_numpy would give floats)
+    id_numbers = id_values.fill_null(0).to_numpy()[id_valid].astype(np.int64, copy=False)  # (NULLs would give floats)
+    set_row, id_row = set_row[set_valid], id_row[id_valid]
     decoded = _decode_column(set_values, set_valid)
-    return _binary_column(*union_by_row(len(ids), decoded, set_row[set_valid], id_numbers.astype(np.int64, copy=False), id_row[id_valid]))
+    rows = len(ids)
+    kept = ~_repeats_previous(rows, id_row, id_numbers, set_row)
+    if kept.all():
+        return _binary_column(*union_by_row(rows, decoded, set_row, id_numbers, id_row))
+    distinct = np.cumsum(kept) - 1  # each row's last row not repeating the one before
+    id_kept = kept[id_row]
+    built = _binary_column(*union_by_row(int(kept.sum()), decoded, distinct[set_row], id_numbers[id_kept], distinct[id_row[id_kept]]))
+    return built.take(pa.array(distinct))
 
 
 def ids_column(sets: pa.Array) -> pa.Array:
