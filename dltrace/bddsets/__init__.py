@@ -9,9 +9,10 @@ and one versioned byte encoding (:mod:`dltrace.bddsets.encoding`):
   large clustered and overlapping sets (paper section 4).
 * :class:`PyedaBddSet`: pyeda BDDs, an independent implementation for tests.
 
-The Spark UDF layer works on bytes with :func:`union_bytes`,
-:func:`bytes_from_ids`, :func:`ids_from_bytes`, :func:`contains_any_bytes` and
-friends (:mod:`dltrace.bddsets.bulk`).
+The Spark UDF layer works on bytes (:mod:`dltrace.bddsets.bulk`): whole Arrow
+batches with :func:`~dltrace.bddsets.bulk.union_by_row` and
+:func:`~dltrace.bddsets.bulk.ids_by_row`, single values with :func:`union_bytes`,
+:func:`bytes_from_ids`, :func:`ids_from_bytes`, :func:`contains_any_bytes` and friends.
 
 >>> from dltrace.bddsets import BddSet, SortedIdSet, decode
 >>> lineage = BddSet.from_ids([(1 << 48) + n for n in range(1000)])

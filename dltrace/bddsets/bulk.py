@@ -18,6 +18,14 @@ may be mixed, the output has the requested kind.
 (True, 2)
 >>> contains_any_batch([a, b, None], np.array([40])).tolist()
 [False, True, False]
+
+Spark batches go through :func:`union_by_row` and :func:`ids_by_row`, which
+handle all rows of a batch in the same numpy passes, so their Python work
+follows the batch's ids and nodes, not its number of rows:
+
+>>> data, offsets = union_by_row(3, decode_batch([a, b]), np.array([0, 2]), np.array([7, 7, 8]), np.array([0, 1, 1]))
+>>> [ids_from_bytes(data[offsets[i]:offsets[i + 1]].tobytes()).tolist() for i in range(3)]
+[[7, 10, 11, 12], [7, 8], [12, 40]]
 """
 
 from __future__ import annotations
@@ -33,6 +41,7 @@ from .encoding import (
     KIND_BDD,
     DecodedBatch,
     decode_batch,
+    encode_tables,
     encode_sorted_keys,
     encode_table,
     kind_code,
@@ -41,8 +50,8 @@ from .encoding import (
     singleton_table_bytes,
     union_runs,
 )
-from .nodetable import build_from_runs, contains_keys, count_root
-from .runs import keys_from_runs, run_total, runs_from_keys
+from .nodetable import build_from_runs, build_tables, contains_keys, count_root
+from .runs import keys_from_runs, merge_owned_runs, owned_runs_from_keys, run_total, runs_from_keys
 from .sorted_set import SortedIdSet
 
 # Probe walks handle at most this many (set, probe) pairs at a time.
@@ -94,6 +103,34 @@ def union_bytes(encodings: Iterable[bytes | None], kind: str = "bdd") -> bytes:
     kind_code(kind)  # reject an unknown kind before decoding anything
     present = [data for data in encodings if data is not None]
     return _encode_runs(*union_runs(decode_batch(present)), kind)
+
+
+def union_by_row(
+    rows: int, sets: DecodedBatch, set_row: np.ndarray, ids: np.ndarray, id_row: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, the roBDD of the union of its sets and ids, for all rows at once.
+
+    ``set_row`` gives the row of each decoded input of ``sets``, ``id_row`` the
+    row of each of ``ids`` (int64, any order, duplicates allowed); rows with
+    neither are empty. Returns the encodings concatenated (uint8) and their
+    offsets: each is the same canonical encoding :func:`union_bytes` gives.
+    """
+    lo, hi, owner = owned_runs_from_keys(ids_to_keys(ids), id_row)
+    if set_row.size:
+        set_lo, set_hi, set_input = sets.blocks()
+        lo, hi, owner = merge_owned_runs(
+            np.concatenate((lo, set_lo)), np.concatenate((hi, set_hi)), np.concatenate((owner, set_row[set_input]))
+        )
+    return encode_tables(build_tables(lo, hi, owner, rows))
+
+
+def ids_by_row(rows: int, sets: DecodedBatch, set_row: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, the ascending ids of the union of its sets: int64 ids concatenated, and offsets."""
+    lo, hi, owner = sets.blocks()
+    lo, hi, owner = merge_owned_runs(lo, hi, set_row[owner])
+    ids = keys_to_ids(keys_from_runs(lo, hi))  # refuses more ids than memory allows
+    counts = np.bincount(owner, weights=(hi - lo).astype(np.float64) + 1, minlength=rows).astype(np.int64)
+    return ids, np.concatenate(([0], np.cumsum(counts)))
 
 
 def count_bytes(data: bytes) -> int:

@@ -27,7 +27,10 @@ _LOW7 = np.uint64(0x7F)
 def varint_sizes(values: np.ndarray) -> np.ndarray:
     """Bytes each uint64 value takes as a varint (1..10), as int64."""
     sizes = np.ones(values.shape, dtype=np.int64)
+    largest = values.max(initial=0)
     for threshold in _SIZE_THRESHOLDS:
+        if largest < threshold:  # most values are small: skip the passes that add nothing
+            break
         sizes += values >= threshold
     return sizes
 

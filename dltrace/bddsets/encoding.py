@@ -57,7 +57,7 @@ import numpy as np
 
 from .base import LineageDecodeError, SIGN_BIT
 from .codec import decode_varints, encode_varints, read_varints_at, unzigzag, varint_sizes, zigzag
-from .nodetable import FALSE, TRUE, NodeTable, runs_of_roots
+from .nodetable import FALSE, TRUE, CanonicalTables, NodeTable, paths_of_roots
 from .runs import keys_from_runs, merge_runs, run_total
 
 MAGIC = b"DLS"
@@ -131,29 +131,50 @@ def _varint_size(value: int) -> int:
 
 def encode_table(table: NodeTable) -> bytes:
     """roBDD encoding of a canonical single-root node table."""
-    root = int(table.roots[0])
-    count = table.size
+    data, _ = encode_tables(CanonicalTables(table.bits, table.lows, table.highs, np.array([0, table.size]), table.roots))
+    return data.tobytes()
+
+
+def encode_tables(tables: CanonicalTables) -> tuple[np.ndarray, np.ndarray]:
+    """roBDD encodings of many canonical tables: the bytes, concatenated (uint8), and their int64 offsets."""
+    bits, lows, highs, roots = tables.bits, tables.lows, tables.highs, tables.roots
+    sizes = np.diff(tables.offsets)
+    count = sizes.size
     if count == 0:
-        return header(KIND_BDD) + bytes((0, root))
-    codes = np.arange(2, count + 2, dtype=np.int64)
-    lows, highs = table.lows, table.highs
+        return np.empty(0, dtype=np.uint8), np.zeros(1, dtype=np.int64)
+    owner = np.repeat(np.arange(count), sizes)
+    codes = np.arange(owner.size, dtype=np.int64) - np.repeat(tables.offsets[:-1], sizes) + 2
     has_previous = codes > 2
     low_chain = has_previous & (lows == codes - 1) & (highs == FALSE)
     high_chain = has_previous & (lows == FALSE) & (highs == codes - 1)
     shapes = np.where(low_chain, SHAPE_LOW_CHAIN, np.where(high_chain, SHAPE_HIGH_CHAIN, SHAPE_GENERAL))
-    stream_a = ((table.bits << 2) | shapes).astype(np.uint8)
+    stream_a = ((bits << 2) | shapes).astype(np.uint8)
     general = np.flatnonzero(shapes == SHAPE_GENERAL)
-    references = np.empty(2 * general.size + 1, dtype=np.int64)
-    references[0] = ROOT_IS_LAST_NODE
-    for offset, children in ((1, lows), (2, highs)):
-        child, parent = children[general], codes[general]
-        references[offset::2] = np.where(child < 2, child, parent - child + 1)
-    return (
-        header(KIND_BDD)
-        + encode_varints(np.array([count], dtype=np.uint64))
-        + encode_varints(references.astype(np.uint64))
-        + stream_a.tobytes()
+    # varints per table: node count, root reference, then low and high of each general node
+    general_count = np.bincount(owner[general], minlength=count)
+    value_count = 2 + 2 * general_count
+    value_first = np.cumsum(value_count) - value_count
+    values = np.empty(int(value_count.sum()), dtype=np.uint64)
+    values[value_first] = sizes
+    values[value_first + 1] = np.where(sizes > 0, ROOT_IS_LAST_NODE, roots)
+    general_first = np.cumsum(general_count) - general_count
+    slot = value_first[owner[general]] + 2 + 2 * (np.arange(general.size) - general_first[owner[general]])
+    parent = codes[general]
+    for offset, children in ((0, lows[general]), (1, highs[general])):
+        values[slot + offset] = np.where(children < 2, children, parent - children + 1)
+    value_bytes = np.add.reduceat(varint_sizes(values), value_first)
+    lengths = HEADER_SIZE + value_bytes + sizes
+    offsets = np.concatenate(([0], np.cumsum(lengths)))
+    out = np.empty(int(offsets[-1]), dtype=np.uint8)
+    starts = offsets[:-1]
+    out[(starts[:, None] + np.arange(HEADER_SIZE)).reshape(-1)] = np.tile(
+        np.frombuffer(header(KIND_BDD), dtype=np.uint8), count
     )
+    out[_ranges(starts + HEADER_SIZE, starts + HEADER_SIZE + value_bytes)] = np.frombuffer(
+        encode_varints(values), dtype=np.uint8
+    )
+    out[_ranges(offsets[1:] - sizes, offsets[1:])] = stream_a
+    return out, offsets
 
 
 def _chain_byte_table() -> np.ndarray:
@@ -221,13 +242,30 @@ class DecodedBatch:
     forest: NodeTable
     forest_owner: np.ndarray
 
+    def blocks(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every input's keys as disjoint blocks ``[lo, hi]`` with the input index of each.
+
+        Blocks come in no particular order and need not be maximal runs.
+        """
+        forest_lo, forest_hi, root = paths_of_roots(self.forest)
+        return (
+            np.concatenate((self.keys, self.run_lo, forest_lo)),
+            np.concatenate((self.keys, self.run_hi, forest_hi)),
+            np.concatenate((self.key_owner, self.run_owner, self.forest_owner[root])),
+        )
+
 
 def decode_batch(encodings: Sequence[bytes]) -> DecodedBatch:
     """Decode many encodings (of either kind) in a fixed number of numpy passes."""
     lengths = np.fromiter(map(len, encodings), dtype=np.int64, count=len(encodings))
-    buffer = np.frombuffer(b"".join(encodings), dtype=np.uint8)
     ends = np.cumsum(lengths)
-    starts = ends - lengths
+    return decode_buffer(np.frombuffer(b"".join(encodings), dtype=np.uint8), ends - lengths, ends)
+
+
+def decode_buffer(buffer: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> DecodedBatch:
+    """Decode the encodings at ``buffer[starts[i]:ends[i]]`` (e.g. an Arrow binary column's data)."""
+    starts, ends = starts.astype(np.int64, copy=False), ends.astype(np.int64, copy=False)
+    lengths = ends - starts
     if np.any(lengths < HEADER_SIZE):
         raise LineageDecodeError("truncated lineage encoding: shorter than its 5-byte header")
     for offset, expected in enumerate(MAGIC):
@@ -251,11 +289,8 @@ def decode_batch(encodings: Sequence[bytes]) -> DecodedBatch:
 
 def union_runs(batch: DecodedBatch) -> tuple[np.ndarray, np.ndarray]:
     """Maximal runs of the union of every set in the batch."""
-    forest_lo, forest_hi = runs_of_roots(batch.forest)
-    return merge_runs(
-        np.concatenate((batch.keys, batch.run_lo, forest_lo)),
-        np.concatenate((batch.keys, batch.run_hi, forest_hi)),
-    )
+    lo, hi, _ = batch.blocks()
+    return merge_runs(lo, hi)
 
 
 def kind_of(encoding: bytes) -> int:

@@ -149,62 +149,78 @@ class _Interner:
         self.next_code += int(new_lows.size)
         return codes
 
-    def intern_one(self, bit: int, low: int, high: int) -> int:
-        """Scalar :meth:`intern` for levels known to hold a single new node."""
-        self.bits.append(np.array([bit], dtype=np.int64))
-        self.lows.append(np.array([low], dtype=np.int64))
-        self.highs.append(np.array([high], dtype=np.int64))
-        self.next_code += 1
-        return self.next_code - 1
-
-    def table(self, root: int) -> NodeTable:
+    def table(self, roots: np.ndarray) -> NodeTable:
         if not self.bits:
-            return terminal_table(root)
-        return NodeTable(
-            np.concatenate(self.bits),
-            np.concatenate(self.lows),
-            np.concatenate(self.highs),
-            np.array([root], dtype=np.int64),
-        )
+            empty = np.empty(0, dtype=np.int64)
+            return NodeTable(empty, empty, empty, roots)
+        return NodeTable(np.concatenate(self.bits), np.concatenate(self.lows), np.concatenate(self.highs), roots)
 
 
-def build_from_runs(lo: np.ndarray, hi: np.ndarray) -> NodeTable:
-    """Canonical roBDD of the keys covered by disjoint sorted maximal runs.
+@dataclass(frozen=True, eq=False)
+class CanonicalTables:
+    """The canonical tables of many sets, concatenated row-wise.
 
-    Bottom-up over bits. At each level only blocks that contain a run endpoint
-    can be partial; every other block is entirely inside a run (TRUE) or
-    outside all runs (FALSE). So each level handles at most 2 * runs blocks,
-    and a block without endpoints is classified from its sibling: it is TRUE
-    when the run open at the sibling's facing edge continues into it.
+    Set i owns rows ``offsets[i]:offsets[i + 1]`` of ``bits``/``lows``/``highs``;
+    its node codes count from 2 at its own first row (so its children refer to
+    its own rows), and ``roots[i]`` is its root code (FALSE, TRUE, or its last row).
     """
-    if lo.size == 0:
-        return terminal_table(FALSE)
+
+    bits: np.ndarray
+    lows: np.ndarray
+    highs: np.ndarray
+    offsets: np.ndarray
+    roots: np.ndarray
+
+    def table(self, index: int) -> NodeTable:
+        """Set ``index``'s canonical table."""
+        rows = slice(self.offsets[index], self.offsets[index + 1])
+        return NodeTable(self.bits[rows], self.lows[rows], self.highs[rows], self.roots[index : index + 1])
+
+
+def build_tables(lo: np.ndarray, hi: np.ndarray, owner: np.ndarray, sets: int) -> CanonicalTables:
+    """Canonical roBDDs of ``sets`` sets from their runs, all sets in the same numpy passes.
+
+    ``lo``/``hi``/``owner`` are each set's disjoint maximal runs, sorted by
+    (owner, lo); sets without runs are empty. Bottom-up over the 64 bits. At
+    each level only blocks that contain a run endpoint can be partial; every
+    other block is entirely inside a run (TRUE) or outside all runs (FALSE). So
+    each level handles at most 2 * runs blocks per set (one per set near the
+    root), and a block without endpoints is classified from its sibling: it is
+    TRUE when the run open at the sibling's facing edge continues into it.
+
+    A level's new nodes are sorted by (set, low, high): equal ones merge, and
+    each gets the next codes of its set in canonical order, so every set comes
+    out canonical without a global node table or a renumbering pass.
+    """
     endpoints = np.empty(2 * lo.size, dtype=np.uint64)
     endpoints[0::2] = lo
     endpoints[1::2] = hi
+    endpoint_owner = np.repeat(owner.astype(np.int64), 2)
     is_first = np.ones(endpoints.size, dtype=bool)
-    is_first[1:] = endpoints[1:] != endpoints[:-1]
+    is_first[1:] = (endpoints[1:] != endpoints[:-1]) | (endpoint_owner[1:] != endpoint_owner[:-1])
     is_last = np.ones(endpoints.size, dtype=bool)
     is_last[:-1] = is_first[1:]
     position = np.arange(endpoints.size)
     blocks = endpoints[is_first]  # level 0: single keys, all in the set
+    block_owner = endpoint_owner[is_first]
     values = np.full(blocks.size, TRUE, dtype=np.int64)
     # starts_inside: the block's first key continues a run begun before it
     # (its first endpoint is a run end); ends_inside: its last key's run goes on.
     starts_inside = position[is_first] % 2 == 1
     ends_inside = position[is_last] % 2 == 0
-    interner = _Interner()
-    bit = 0
-    while bit < KEY_BITS and blocks.size > 1:
+    filled = np.zeros(sets, dtype=np.int64)  # nodes of each set so far
+    levels: list[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+    for bit in range(KEY_BITS):
         parents = blocks >> _ONE
         is_high = (blocks & _ONE).astype(bool)
         new_group = np.ones(blocks.size, dtype=bool)
-        new_group[1:] = parents[1:] != parents[:-1]
+        new_group[1:] = (parents[1:] != parents[:-1]) | (block_owner[1:] != block_owner[:-1])
         last_in_group = np.ones(blocks.size, dtype=bool)
         last_in_group[:-1] = new_group[1:]
         group = np.cumsum(new_group) - 1
         parent_starts_inside = starts_inside[new_group]
         parent_ends_inside = ends_inside[last_in_group]
+        block_owner = block_owner[new_group]
         low_child = parent_starts_inside.astype(np.int64)  # if absent: TRUE iff covered
         high_child = parent_ends_inside.astype(np.int64)
         low_child[group[~is_high]] = values[~is_high]
@@ -212,19 +228,54 @@ def build_from_runs(lo: np.ndarray, hi: np.ndarray) -> NodeTable:
         values = low_child.copy()
         distinct = np.flatnonzero(low_child != high_child)
         if distinct.size:
-            values[distinct] = interner.intern(bit, low_child[distinct], high_child[distinct])
+            owners, lows, highs, inverse = _unique_nodes(block_owner[distinct], low_child[distinct], high_child[distinct], filled)
+            starts = np.flatnonzero(np.concatenate(([True], owners[1:] != owners[:-1])))
+            rank = np.arange(owners.size) - np.repeat(starts, np.diff(np.append(starts, owners.size)))
+            codes = filled[owners] + 2 + rank
+            values[distinct] = codes[inverse]
+            filled += np.bincount(owners, minlength=sets)
+            levels.append((bit, owners, codes, lows, highs))
         blocks = parents[new_group]
         starts_inside, ends_inside = parent_starts_inside, parent_ends_inside
-        bit += 1
-    # One block left: walk it up to the root in plain Python (one node per level).
-    block, value = int(blocks[0]), int(values[0])
-    outside_low = TRUE if bool(starts_inside[0]) else FALSE
-    outside_high = TRUE if bool(ends_inside[0]) else FALSE
-    for bit in range(bit, KEY_BITS):
-        low, high = (outside_low, value) if block & 1 else (value, outside_high)
-        value = low if low == high else interner.intern_one(bit, low, high)
-        block >>= 1
-    return interner.table(value)
+    roots = np.zeros(sets, dtype=np.int64)  # FALSE: sets without runs
+    roots[block_owner] = values  # one block per set is left: the whole key space
+    offsets = np.concatenate(([0], np.cumsum(filled)))
+    bits, lows, highs = (np.empty(int(offsets[-1]), dtype=np.int64) for _ in range(3))
+    for bit, owners, codes, level_lows, level_highs in levels:
+        rows = offsets[owners] + codes - 2
+        bits[rows], lows[rows], highs[rows] = bit, level_lows, level_highs
+    return CanonicalTables(bits, lows, highs, offsets, roots)
+
+
+def _unique_nodes(
+    owners: np.ndarray, lows: np.ndarray, highs: np.ndarray, filled: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct (set, low, high) triples, sorted, and the index of each input among them.
+
+    Packed into one int64 sort key when it fits (child codes of a set are
+    below 2 + its node count), else sorted with np.lexsort.
+    """
+    bound = int(filled.max()) + 2
+    if (int(owners[-1]) + 1) * bound * bound < 1 << 62:
+        keys = (owners * bound + lows) * bound + highs
+        order = np.argsort(keys)
+        ordered = keys[order]
+        first = np.empty(order.size, dtype=bool)
+        first[0] = True
+        np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    else:
+        order = np.lexsort((highs, lows, owners))
+        first = np.ones(order.size, dtype=bool)
+        first[1:] = np.any(np.diff(np.stack((owners[order], lows[order], highs[order])), axis=1) != 0, axis=0)
+    inverse = np.empty(order.size, dtype=np.int64)
+    inverse[order] = np.cumsum(first) - 1
+    kept = order[first]
+    return owners[kept], lows[kept], highs[kept], inverse
+
+
+def build_from_runs(lo: np.ndarray, hi: np.ndarray) -> NodeTable:
+    """Canonical roBDD of the keys covered by disjoint sorted maximal runs (one set of :func:`build_tables`)."""
+    return build_tables(lo, hi, np.zeros(lo.size, dtype=np.int64), 1).table(0)
 
 
 def canonicalize(table: NodeTable) -> NodeTable:
@@ -258,7 +309,7 @@ def canonicalize(table: NodeTable) -> NodeTable:
         if distinct.size:
             codes[distinct] = interner.intern(int(bits[level[0]]), low[distinct], high[distinct])
         new_code[level] = codes
-    return interner.table(int(new_code[root]))
+    return interner.table(np.array([new_code[root]], dtype=np.int64))
 
 
 def contains_keys(table: NodeTable, roots: int | np.ndarray, keys: np.ndarray) -> np.ndarray:
@@ -298,47 +349,54 @@ def count_root(table: NodeTable, root: int) -> int:
     return int(counts[root]) << int(KEY_BITS - 1 - bits[root])
 
 
-def runs_of_roots(table: NodeTable) -> tuple[np.ndarray, np.ndarray]:
-    """Maximal runs of the union of all root sets, by walking paths to TRUE.
+def paths_of_roots(table: NodeTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each root's set as disjoint blocks of keys, by walking paths to TRUE.
 
-    A frontier item is a block ``[prefix, prefix + 2**free)`` restricted to a
-    node. TRUE blocks are emitted whole, so a run of 10^7 ids costs one path per
-    aligned sub-block, not one step per id. Bits skipped between a node and its
-    parent are enumerated explicitly (that is where periodic sets blow up), with
-    a guard so a hostile encoding cannot exhaust memory.
+    Returns ``lo``, ``hi`` and the index of the root of each block (in no
+    particular order). A frontier item is a block ``[prefix, prefix + 2**free)``
+    restricted to a node. TRUE blocks are emitted whole, so a run of 10^7 ids
+    costs one path per aligned sub-block, not one step per id. Bits skipped
+    between a node and its parent are enumerated explicitly (that is where
+    periodic sets blow up), with a guard so a hostile encoding cannot exhaust memory.
     """
     bits, lows, highs = table.extended()
     codes = table.roots.astype(np.int64)
+    owners = np.arange(codes.size)
     prefixes = np.zeros(codes.size, dtype=np.uint64)
     free = np.full(codes.size, KEY_BITS, dtype=np.int64)
-    found_lo: list[np.ndarray] = []
-    found_hi: list[np.ndarray] = []
+    found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     while codes.size:
         full = codes == TRUE
         if full.any():
-            found_lo.append(prefixes[full])
-            found_hi.append(prefixes[full] | _LOW_MASKS[free[full]])
+            found.append((prefixes[full], prefixes[full] | _LOW_MASKS[free[full]], owners[full]))
         inner = codes >= 2
-        codes, prefixes, free = codes[inner], prefixes[inner], free[inner]
+        codes, prefixes, free, owners = codes[inner], prefixes[inner], free[inner], owners[inner]
         if not codes.size:
             break
         node_bits = bits[codes]
         skipped = free - 1 - node_bits
         if skipped.any():
-            codes, prefixes, node_bits = _expand_skipped_bits(codes, prefixes, node_bits, skipped)
+            codes, prefixes, node_bits, owners = _expand_skipped_bits(codes, prefixes, node_bits, owners, skipped)
         shifted_one = _ONE << node_bits.astype(np.uint64)
         codes = np.concatenate((lows[codes], highs[codes]))
         prefixes = np.concatenate((prefixes, prefixes | shifted_one))
         free = np.concatenate((node_bits, node_bits))
-    if not found_lo:
-        empty = np.empty(0, dtype=np.uint64)
-        return empty, empty.copy()
-    return merge_runs(np.concatenate(found_lo), np.concatenate(found_hi))
+        owners = np.concatenate((owners, owners))
+    if not found:
+        return np.empty(0, dtype=np.uint64), np.empty(0, dtype=np.uint64), np.empty(0, dtype=np.int64)
+    lo, hi, owner = zip(*found)
+    return np.concatenate(lo), np.concatenate(hi), np.concatenate(owner)
+
+
+def runs_of_roots(table: NodeTable) -> tuple[np.ndarray, np.ndarray]:
+    """Maximal runs of the union of all root sets."""
+    lo, hi, _ = paths_of_roots(table)
+    return merge_runs(lo, hi)
 
 
 def _expand_skipped_bits(
-    codes: np.ndarray, prefixes: np.ndarray, node_bits: np.ndarray, skipped: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    codes: np.ndarray, prefixes: np.ndarray, node_bits: np.ndarray, owners: np.ndarray, skipped: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """One frontier item per assignment of the don't-care bits above each node."""
     if int(skipped.max()) > 40:
         raise ValueError("lineage set has too many separate runs to enumerate (periodic set)")
@@ -353,4 +411,5 @@ def _expand_skipped_bits(
         np.repeat(codes, copies),
         np.repeat(prefixes, copies) | (assignment << shift),
         np.repeat(node_bits, copies),
+        np.repeat(owners, copies),
     )

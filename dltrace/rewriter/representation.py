@@ -156,6 +156,10 @@ class SetRepresentation:
         return call("sort_array", value) if interleaved else value
 
 
+def _is_union(sql: exp.Expression) -> bool:
+    return isinstance(sql, exp.Anonymous) and sql.name == "dl_bdd_union"
+
+
 class BddRepresentation:
     """``DL`` as ``binary``: a serialized roBDD."""
 
@@ -163,15 +167,20 @@ class BddRepresentation:
     set_kind = Kind.BDD
 
     @staticmethod
-    def _union(sets: Sequence[exp.Expression], ids: Sequence[exp.Expression], id_arrays: Sequence[exp.Expression] = ()) -> exp.Expression:
-        """``dl_bdd_union(array(bdd sets), ids and native id arrays)``."""
-        set_array = call("array", *sets) if sets else typed_empty_array("BINARY")
+    def _union(sets: Sequence[exp.Expression], ids: Sequence[exp.Expression], id_arrays: Sequence[exp.Expression] = (),
+               set_arrays: Sequence[exp.Expression] = ()) -> exp.Expression:
+        """``dl_bdd_union(bdd sets and arrays of them, ids and native id arrays)``."""
+        set_parts = ([call("array", *sets)] if sets else []) + list(set_arrays)
+        if not set_parts:
+            set_value = typed_empty_array("BINARY")
+        else:
+            set_value = set_parts[0] if len(set_parts) == 1 else call("concat", *set_parts)
         id_parts = ([call("array", *ids)] if ids else []) + list(id_arrays)
         if not id_parts:
             id_value = empty_id_array()
         else:
             id_value = id_parts[0] if len(id_parts) == 1 else call("concat", *id_parts)
-        return call("dl_bdd_union", set_array, id_value)
+        return call("dl_bdd_union", set_value, id_value)
 
     def aggregate(self, term: Term, partition_by: list[exp.Expression] | None = None, group_size: float | None = None) -> Term:
         if term.shared:
@@ -181,19 +190,26 @@ class BddRepresentation:
         elif term.kind is Kind.IDS:
             value = self._union([], [], [call("flatten", over(call("collect_list", term.sql), partition_by))])
         else:
-            value = call("dl_bdd_union", over(call("collect_list", term.sql), partition_by), empty_id_array())
+            value = self._union([], [], [], [over(call("collect_list", term.sql), partition_by)])
         return Term(value, Kind.BDD, term.tables)
 
     def as_set(self, terms: Lineage) -> exp.Expression:
         if len(terms) == 1 and terms[0].kind is Kind.BDD and not terms[0].nullable:
             return terms[0].sql
+        # A roBDD built in this SELECT (a fresh aggregate, ``dl_bdd_union(sets, ids)``) joins
+        # the union with its arguments: each row's roBDD is then built once, in one UDF call,
+        # instead of once per term and again to union them (Q10's DL: one call, not five).
+        built = [t for t in terms if t.kind is Kind.BDD and not t.nullable and _is_union(t.sql)]
+        inputs = [t for t in terms if not any(t is b for b in built)]
         return self._union(
-            [t.sql for t in terms if t.kind is Kind.BDD],
-            [t.sql for t in terms if t.kind is Kind.ID],
+            [t.sql for t in inputs if t.kind is Kind.BDD],
+            [t.sql for t in inputs if t.kind is Kind.ID],
             # a scalar subquery straight in a Python UDF's arguments fails in Spark 4 (an
             # NPE while canonicalizing the plan); under COALESCE it is evaluated first
             [call("coalesce", t.sql, empty_id_array()) if t.nullable or isinstance(t.sql, exp.Subquery) else t.sql
-             for t in terms if t.kind is Kind.IDS],
+             for t in inputs if t.kind is Kind.IDS]
+            + [b.sql.expressions[1] for b in built if b.sql.expressions[1] != empty_id_array()],
+            [b.sql.expressions[0] for b in built if b.sql.expressions[0] != typed_empty_array("BINARY")],
         )
 
     def output(self, terms: Lineage, codes: dict[str, int], ordered_by_table: bool = True) -> exp.Expression:
@@ -208,9 +224,13 @@ class AutoRepresentation:
     ``BDD_FROM_IDS`` comes from measurements on Spark (README, "Lineage sets"): at TPC-H
     SF 1 native sets beat roBDDs at every group size there is, up to Q6's global aggregate
     estimated at 6M ids (roBDD 0.32-1.00 s, set 0.27-0.31 s in two runs): the roBDD pays for
-    shipping ids to Python, which a native ``collect_list`` never does.  roBDDs are kept
-    for groups expected above 5·10^7 ids, where a native array holds 400 MB per group and
-    the roBDD's compression of clustered ids is what keeps the value small.
+    shipping ids to Python, which a native ``collect_list`` never does.  Re-measured with
+    the batch UDFs (one session, warm-up and timed run, load average 11-15): Q6 (one group,
+    114,160 ids) set 1.62/1.86 s, bdd 1.32/2.35 s; Q14 (one group) set 1.75/3.09 s, bdd
+    1.61/2.51 s; Q1 (4 groups of about 1.5M ids) set 25.3/25.0 s, bdd 29.1/51.3 s: parity
+    within this machine's noise up to 10^5 ids, sets ahead at 10^6, so the crossover stays.  roBDDs are kept for groups expected
+    above 5·10^7 ids, where a native array holds 400 MB per group and the roBDD's
+    compression of clustered ids is what keeps the value small.
     """
 
     name = "auto"
