@@ -259,7 +259,8 @@ def register(
         raise BadInput(f"--header/--no-header apply to CSV sources, and {path} is read as {fmt}")
     key = [k.strip() for k in key] if key else None
     order_by = [c.strip() for c in order_by] if order_by else None
-    options = {"key": key, "order_by": order_by, **({"header": header is not False} if fmt == "csv" else {})}
+    # a CSV read without a header is another source; with one, as before this option existed
+    options = {"key": key, "order_by": order_by, **({"header": False} if fmt == "csv" and header is False else {})}
     fingerprint = source_fingerprint(source, fmt, options)
     previous = catalog.tables.get(name)
     if previous and previous.fingerprint == fingerprint and (catalog.directory / previous.path).exists():
