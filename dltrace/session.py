@@ -217,7 +217,9 @@ class LineageSession:
     def schemas(self, saved: dict[str, SavedResult] | None = None) -> dict[str, dict[str, str]]:
         """The columns of every table and saved result a query can read."""
         saved = self.saved_results() if saved is None else saved
-        return {**self.catalog.schemas(), **{name: result.query_columns for name, result in saved.items()}}
+        schemas = self.catalog.schemas()  # keeps its location, which errors name
+        schemas.update({name: result.query_columns for name, result in saved.items()})
+        return schemas
 
     def plain(self, query: str) -> str:
         """The query without lineage, as written (``*`` never shows ``_dl_id``): dltrace/plain.py."""

@@ -139,7 +139,7 @@ def test_saved_lineage_and_row_numbers_are_not_query_columns(pipelines):
     frame = pipelines.sql("select * from cols_by_nation")
     assert frame.columns == ["c_nationkey", "n", "DL"]
     assert pipelines.sql("select * from cols_by_nation", lineage=False).columns == ["c_nationkey", "n"]
-    with pytest.raises(BadInput, match="(?i)column 'dl'"):
+    with pytest.raises(BadInput, match="column 'dl'"):
         pipelines.sql("select c_nationkey, DL from cols_by_nation")
 
 
@@ -305,7 +305,7 @@ BAD_SCRIPTS = [
     ("create view v as select * from v", "a view cannot read itself"),
     ("create table if_bad as select n_name from nation lineage on (n_name)", "LINEAGE ON belongs to queries"),
     ("create view keep_me as select 1 as x", "'keep_me' is already a saved result"),
-    ("select n_name, DL from keep_me", "Column 'dl'"),
+    ("select n_name, DL from keep_me", "column 'dl'"),
     ("create table t using parquet as select 1 as x", "options (USING PARQUET) are not supported"),
 ]
 
