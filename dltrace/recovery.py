@@ -21,10 +21,31 @@ import json
 import os
 import re
 import shutil
+import time
 from pathlib import Path
+from typing import Callable
 
 PID = re.compile(r"-p?(\d+)-")  # the writer's pid in a temporary name
 STAMP_PID = re.compile(r"-p(\d+)$")
+
+
+def build_once(target: Path, write: Callable[[Path], None]) -> Path:
+    """``target``, a directory derived from catalog data (a key index, a table sample):
+    ``write(tmp)`` writes it under a temporary name (``.tmp-<name>-<pid>-<ns>``, swept if
+    the writer dies) that is renamed into place; a concurrent build that finished first wins."""
+    if target.exists():
+        return target
+    tmp = target.parent / f".tmp-{target.name}-{os.getpid()}-{time.time_ns()}"
+    tmp.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        write(tmp)
+        os.replace(tmp, target)
+    except OSError:
+        if not target.exists():  # not a concurrent build that finished first
+            raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
 
 
 def pid_alive(pid: int) -> bool:

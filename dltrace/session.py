@@ -158,7 +158,7 @@ class LineageSession:
         if lineage_on is not None:
             return granularity.granular_sql(self, self.traceable_on_values(query) if lineage_on else query,
                                             lineage_on, semantics, repr)
-        return self.lineage_sql(query, semantics, repr, tagged_row_ids if tag_instances else None)
+        return self.lineage_expression(query, semantics, repr, tagged_row_ids if tag_instances else None).sql(dialect="spark")
 
     def traceable_on_values(self, query: str) -> str:
         """``query`` for ``LINEAGE ON``: granules are values of base rows, so the saved results
@@ -172,17 +172,6 @@ class LineageSession:
                            f"save it again first")
         return self.expand(query, inline_results=True)
 
-    def lineage_sql(
-        self,
-        query: str,
-        semantics: str = "control",
-        repr: str = "set",
-        id_source: rewriter.IdSource | None = None,
-        ids_ordered_by_table: bool = True,
-    ) -> str:
-        """The rewriter over this catalog, with ids from ``id_source`` (default: ``_dl_id``)."""
-        return self.lineage_expression(query, semantics, repr, id_source, ids_ordered_by_table).sql(dialect="spark")
-
     def lineage_expression(
         self,
         query: str,
@@ -191,9 +180,9 @@ class LineageSession:
         id_source: rewriter.IdSource | None = None,
         ids_ordered_by_table: bool = True,
     ):
-        """The one path to the rewriter: views inlined, the catalog's tables (codes and
-        statistics) and the saved results the query reads, which must hold lineage of the
-        same semantics (a mix would be neither)."""
+        """The one path to the rewriter (ids from ``id_source``, default ``_dl_id``): views
+        inlined, the catalog's tables (codes and statistics) and the saved results the query
+        reads, which must hold lineage of the same semantics (a mix would be neither)."""
         tables = self.catalog.tables
         expanded_text = self.expand(query)
         read = names_read(expanded_text)
@@ -237,6 +226,7 @@ class LineageSession:
         """Run ``query`` on Spark; the DataFrame has the query's columns plus ``DL`` (granule
         ids with ``lineage_on``, decoded by ``decode_granules``; no ``DL`` when L is empty)."""
         query, lineage_on = granularity.split_lineage_on(query, lineage_on)
+        query = self.expand(query)  # views inlined once: the rewrite, Spark's names and save read it
         disjoint = False  # no id in two rows' DLs: a saved result remembers it for queries reading it
         if lineage and lineage_on is None:
             expression = self.lineage_expression(query, semantics, repr, tagged_row_ids if tag_instances else None)
@@ -245,9 +235,8 @@ class LineageSession:
             text = self.rewrite(query, semantics, repr, tag_instances, lineage_on) if lineage else self.plain(query)
         frame = self.run(text)
         if lineage:
-            expanded = self.expand(query)
-            frame = with_spark_names(self, expanded, frame)
-            self._queries[frame] = (expanded, semantics, repr, lineage_on, disjoint)
+            frame = with_spark_names(self, query, frame)
+            self._queries[frame] = (query, semantics, repr, lineage_on, disjoint)
         return frame
 
     def run(self, spark_sql: str):

@@ -18,22 +18,11 @@ from dltrace.demo import data_step
 from dltrace.errors import BadInput
 from dltrace.impact.search import ImpactWarning
 from dltrace.ids import make_id
+from tests.test_cli import cli, one_line
 
 ROOT = Path(__file__).resolve().parent.parent
 PAPER = Path(__file__).resolve().parent / "data" / "paper"
 NATION_ROWS = ["00,ALGERIA,02,haggle carefully", "01,ARGENTINA,01,al foxes", "02,BRAZIL,01,y alongside"]
-
-
-def cli(capsys, *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def one_line(err: str) -> str:
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1, f"expected one error line, got: {err!r}"
-    return lines[0]
 
 
 @pytest.fixture()

@@ -44,4 +44,4 @@ def granular_sql(session, query: str, lineage_on: LineageOn, semantics: str = "c
     if not lineage_on:
         return session.plain(query)
     granularity = resolve(lineage_on, rewriter.parse(query), session.catalog.schemas())
-    return session.lineage_sql(query, semantics, repr, granularity.id_source, ids_ordered_by_table=False)
+    return session.lineage_expression(query, semantics, repr, granularity.id_source, ids_ordered_by_table=False).sql(dialect="spark")

@@ -13,12 +13,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import shutil
-import time
 from pathlib import Path
 
 from dltrace.catalog import ID_COLUMN, quoted
+from dltrace.recovery import build_once
 from dltrace.results import read_parquet
 
 KEY_INDEX_MIN_ROWS = 1_000_000
@@ -34,24 +32,12 @@ def key_index_path(session, table: str, version: int | None = None) -> Path:
 
 def ensure_key_index(session, table: str, version: int | None = None) -> Path:
     """The key index of ``table`` at data ``version`` (None: current), built if missing."""
-    target = key_index_path(session, table, version)
-    if target.exists():
-        return target
     entry = session.catalog.entry(table)
-    key = entry.key
     data = read_parquet(session.spark, session.catalog.data_path(table, version), entry.version_schema(version))
-    tmp = target.parent / f".tmp-{target.name}-{os.getpid()}-{time.time_ns()}"
-    tmp.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        (data.select(*map(quoted, key), ID_COLUMN).orderBy(*map(quoted, key))
-         .write.option("parquet.block.size", ROW_GROUP_BYTES).parquet(str(tmp)))
-        os.replace(tmp, target)
-    except OSError:
-        if not target.exists():  # not a concurrent build that finished first
-            raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return target
+    return build_once(key_index_path(session, table, version), lambda tmp: (
+        data.select(*map(quoted, entry.key), ID_COLUMN).orderBy(*map(quoted, entry.key))
+        .write.option("parquet.block.size", ROW_GROUP_BYTES).parquet(str(tmp))
+    ))
 
 
 def rows_to_search(session, table: str, version: int | None, columns: set[str]) -> tuple[Path, dict[str, str] | None]:

@@ -23,9 +23,6 @@ table rows matching, with the same interval.
 from __future__ import annotations
 
 import math
-import os
-import shutil
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,6 +31,7 @@ import numpy as np
 from dltrace.catalog import ID_COLUMN
 from dltrace.errors import BadInput
 from dltrace.ids import ROW_BITS
+from dltrace.recovery import build_once
 from dltrace.results import read_parquet
 from dltrace.summary.patterns import Column, LearnedPattern, learn_patterns
 from dltrace.summary.stored import row_ids
@@ -235,17 +233,8 @@ def ensure_table_sample(session, table: str, version: int | None) -> Path:
         return target
     rows = next((old.get("rows") for old in entry.previous if old.get("version") == version), None) or entry.rows
     data = read_parquet(session.spark, session.catalog.data_path(table, version), entry.version_schema(version))
-    tmp = target.parent / f".tmp-{target.name}-{os.getpid()}-{time.time_ns()}"
-    tmp.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        data.sample(fraction=min(1.0, TABLE_SAMPLE / max(rows, 1)), seed=SEED).coalesce(1).write.parquet(str(tmp))
-        os.replace(tmp, target)
-    except OSError:
-        if not target.exists():  # not a concurrent build that finished first
-            raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return target
+    fraction = min(1.0, TABLE_SAMPLE / max(rows, 1))
+    return build_once(target, lambda tmp: data.sample(fraction=fraction, seed=SEED).coalesce(1).write.parquet(str(tmp)))
 
 
 def _values(column, spec: Column) -> np.ndarray:
