@@ -368,8 +368,3 @@ def names_read(query: str) -> set[str]:
         return set()
     defined = {cte.alias_or_name.lower() for cte in expression.find_all(exp.CTE)}
     return {table.name.lower() for table in expression.find_all(exp.Table)} - defined
-
-
-def tables_read(query: str, catalog: Catalog) -> list[str]:
-    """The catalog tables ``query`` reads."""
-    return sorted(names_read(query) & set(catalog.tables))

@@ -13,7 +13,7 @@ from dltrace.rewriter.saved_result import LINEAGE_COLUMN
 from dltrace.catalog import NAME_PATTERN, Catalog, TableEntry, quoted, register
 from dltrace.errors import BadInput, DltraceError
 from dltrace.plain import plain_sql, with_spark_names
-from dltrace.results import DL, ResultStore, SavedResult, names_read, read_parquet, tables_read
+from dltrace.results import DL, ResultStore, SavedResult, names_read, read_parquet
 from dltrace.spark import get_spark
 from dltrace.views import ViewStore, inline
 
@@ -260,11 +260,12 @@ class LineageSession:
         text = self.rewrite(query, semantics, repr, lineage_on=lineage_on)
         lines = ["-- dltrace: the catalog's tables and saved results as views (tables' Parquet carries _dl_id,"
                  " results' rows their saved DL), then the query"]
-        for name in tables_read(text, self.catalog):
+        read = names_read(text)
+        for name in sorted(read & set(self.catalog.tables)):
             path = str(self.catalog.data_path(name)).replace("`", "``")
             lines.append(f"CREATE OR REPLACE TEMPORARY VIEW {name} AS SELECT * FROM parquet.`{path}`;")
         for name, result in self.saved_results().items():
-            if name in names_read(text):
+            if name in read:
                 path = str(self.store.path(result.data)).replace("`", "``")
                 columns = ", ".join(f"`{c.replace('`', '``')}`" for c in result.query_columns)
                 lines.append(f"CREATE OR REPLACE TEMPORARY VIEW {name} AS "
