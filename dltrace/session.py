@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 import weakref
 from pathlib import Path
-
+from typing import NamedTuple
 
 from dltrace import granularity, rewriter
 from dltrace.rewriter.base_table import tagged_row_ids
-from dltrace.rewriter.saved_result import LINEAGE_COLUMN
+from dltrace.rewriter.saved_result import LINEAGE_COLUMN, shared_view
 from dltrace.catalog import NAME_PATTERN, Catalog, TableEntry, quoted, register
 from dltrace.errors import BadInput, DltraceError
 from dltrace.plain import plain_sql, with_spark_names
@@ -41,6 +41,17 @@ def check_savable(lineage_on: granularity.LineageOnArgument) -> None:
     (``LINEAGE ON``) name no rows, so such a result cannot be saved."""
     if lineage_on is not None:
         raise BadInput("save keeps base-row lineage for impact and explain: run the query without LINEAGE ON")
+
+
+class MadeBy(NamedTuple):
+    """What a DataFrame ``sql`` returned was computed from, for ``save`` and ``shared_lineage``."""
+
+    query: str
+    semantics: str
+    repr: str
+    lineage_on: granularity.LineageOnArgument
+    disjoint: bool  # no id in two rows' DLs: a saved result remembers it for queries reading it
+    shared: rewriter.SharedLineage | None  # the lineage with the sets all rows share held apart
 
 
 class LineageSession:
@@ -137,6 +148,8 @@ class LineageSession:
                 # natively instead of with a boxed comparator
                 lineage = F.array_compact(rows[DL]).alias(LINEAGE_COLUMN)
                 rows.select(*map(quoted, result.query_columns), lineage).createOrReplaceTempView(name)
+                if result.shared:
+                    self.store.shared_sets(self.spark, result).createOrReplaceTempView(shared_view(name))
                 _VIEW_PATHS[(id(self.spark), name)] = path
 
     def rewrite(
@@ -199,7 +212,7 @@ class LineageSession:
             id_source, ids_ordered_by_table,
             table_rows={**{n: e.rows for n, e in tables.items()}, **{n: r.rows for n, r in saved.items()}},
             table_keys={n: e.key or [] for n, e in tables.items()},
-            saved={n: rewriter.SavedLineage(frozenset(r.lineage_tables) & frozenset(tables), r.disjoint)
+            saved={n: rewriter.SavedLineage(frozenset(r.lineage_tables) & frozenset(tables), r.disjoint, r.shared_sets)
                    for n, r in saved.items()},
         )
 
@@ -227,17 +240,31 @@ class LineageSession:
         ids with ``lineage_on``, decoded by ``decode_granules``; no ``DL`` when L is empty)."""
         query, lineage_on = granularity.split_lineage_on(query, lineage_on)
         query = self.expand(query)  # views inlined once: the rewrite, Spark's names and save read it
-        disjoint = False  # no id in two rows' DLs: a saved result remembers it for queries reading it
+        disjoint, shared = False, None
         if lineage and lineage_on is None:
             expression = self.lineage_expression(query, semantics, repr, tagged_row_ids if tag_instances else None)
             text, disjoint = expression.sql(dialect="spark"), expression.meta.get(rewriter.DISJOINT_ROWS, False)
+            shared = expression.meta.get(rewriter.SHARED)
         else:
             text = self.rewrite(query, semantics, repr, tag_instances, lineage_on) if lineage else self.plain(query)
         frame = self.run(text)
         if lineage:
             frame = with_spark_names(self, query, frame)
-            self._queries[frame] = (query, semantics, repr, lineage_on, disjoint)
+            self._queries[frame] = MadeBy(query, semantics, repr, lineage_on, disjoint, shared)
         return frame
+
+    def shared_lineage(self, frame):
+        """``frame`` (a result of ``sql``) with the lineage its rows share held apart:
+        ``(rows, sets)``, ``rows`` with each row's own ids in ``DL`` and ``sets`` a list of
+        one-row DataFrames (a sorted id array each) that every row's DL also holds.  Computing
+        a shared set once instead of in every row is what keeps queries like TPC-H Q11 (each
+        of its rows holds the ~32,000 ids of its HAVING subquery) cheap.  ``sets`` is empty
+        when the rows share nothing (``rows`` is ``frame``)."""
+        made_by = self._queries.get(frame)
+        if made_by is None or made_by.shared is None:
+            return frame, []
+        rows = with_spark_names(self, made_by.query, self.run(made_by.shared.rows.sql(dialect="spark")))
+        return rows, [self.run(query.sql(dialect="spark")) for query in made_by.shared.sets]
 
     def run(self, spark_sql: str):
         """Run Spark SQL over the catalog's tables, errors as one line."""
@@ -270,6 +297,9 @@ class LineageSession:
                 columns = ", ".join(f"`{c.replace('`', '``')}`" for c in result.query_columns)
                 lines.append(f"CREATE OR REPLACE TEMPORARY VIEW {name} AS "
                              f"SELECT {columns}, array_compact({DL}) AS {LINEAGE_COLUMN} FROM parquet.`{path}`;")
+                if result.shared:
+                    shared = str(self.store.path(result.shared)).replace("`", "``")
+                    lines.append(f"CREATE OR REPLACE TEMPORARY VIEW {shared_view(name)} AS SELECT * FROM parquet.`{shared}`;")
         lines.append(text + ";")
         return "\n".join(lines) + "\n"
 
@@ -305,17 +335,20 @@ class LineageSession:
         made_by = self._queries.get(frame)
         if query is None and made_by is None:
             raise BadInput("save: this DataFrame was not returned by sql() with row lineage: pass query=")
-        check_savable(made_by[3] if made_by else None)
+        check_savable(made_by.lineage_on if made_by else None)
         if query is not None:
             check_savable(granularity.split_lineage_on(query, None)[1])
-        query = self.expand(query) if query is not None else made_by[0]
-        semantics = semantics or (made_by[1] if made_by else "control")
-        repr = repr or (made_by[2] if made_by else "set")
+        query = self.expand(query) if query is not None else made_by.query
+        semantics = semantics or (made_by.semantics if made_by else "control")
+        repr = repr or (made_by.repr if made_by else "set")
         self.check_name_free(name, "a saved result")
         if name.lower() in names_read(query) and self.store.exists(name):
             raise BadInput(f"result {name.lower()} cannot be computed from itself: save it under another name")
-        disjoint = bool(made_by and made_by[4])
-        return self.store.save(frame, name, query, semantics, repr, index, disjoint_rows=disjoint)
+        disjoint = bool(made_by and made_by.disjoint)
+        rows, sets = self.shared_lineage(frame)  # shared sets are stored once, not in every row
+        if sets:
+            disjoint = made_by.shared.disjoint
+        return self.store.save(rows, name, query, semantics, repr, index, disjoint_rows=disjoint, shared_sets=sets)
 
     # Pipelines (dltrace/pipeline.py): steps saved as results, views, scripts.
 
@@ -365,10 +398,11 @@ class LineageSession:
         return {name: why for name, why in self.store.staleness().items() if why}
 
     def result(self, name: str):
-        """The rows of saved result ``name``: ``_row``, the query's columns, ``DL``."""
+        """The rows of saved result ``name``: ``_row``, the query's columns, ``DL`` (each row's
+        whole DL, shared sets spelled out)."""
         from dltrace.results import ROW
 
-        return self.store.rows(self.spark, self.store.get(name)).orderBy(ROW)
+        return self.store.lineage_rows(self.spark, self.store.get(name)).orderBy(ROW)
 
     def drop_result(self, name: str) -> None:
         self.store.drop(name)

@@ -39,6 +39,16 @@ def tpch(spark, tmp_path_factory) -> LineageSession:
     return session
 
 
+def tpch_copy(tpch: LineageSession, tmp_path_factory, name: str) -> LineageSession:
+    """TPC-H SF 0.01 in a catalog of its own (a copy of the tables), so that results saved
+    there do not show up in other tests' results."""
+    import shutil
+
+    directory = tmp_path_factory.mktemp(name) / "catalog"
+    shutil.copytree(tpch.catalog.directory, directory, ignore=shutil.ignore_patterns("results", "indexes"))
+    return LineageSession(directory, spark=tpch.spark)
+
+
 FUZZ_CASES = pytest.StashKey[Counter]()
 
 

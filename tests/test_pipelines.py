@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 from collections import Counter
 
 import pytest
@@ -24,6 +23,7 @@ from dltrace.errors import BadInput
 from dltrace.formatting import lineage_ids
 from dltrace.ids import split_id
 from dltrace.impact import ImpactWarning
+from tests.conftest import tpch_copy
 from tests.oracle import DuckOracle, check_completeness
 from tests.test_cli import cli, one_line
 
@@ -66,12 +66,9 @@ VARIANTS = [("control", "set"), ("data", "set"), ("control", "bdd"), ("data", "b
 
 
 @pytest.fixture(scope="module")
-def pipelines(spark, tpch, tmp_path_factory) -> LineageSession:
-    """TPC-H SF 0.01 in a catalog of its own (a copy of the tables), so saved steps do not
-    show up in other tests' results."""
-    directory = tmp_path_factory.mktemp("pipelines") / "catalog"
-    shutil.copytree(tpch.catalog.directory, directory, ignore=shutil.ignore_patterns("results", "indexes"))
-    return LineageSession(directory, spark=spark)
+def pipelines(tpch, tmp_path_factory) -> LineageSession:
+    """TPC-H SF 0.01 in a catalog of its own, so saved steps do not show up in other tests' results."""
+    return tpch_copy(tpch, tmp_path_factory, "pipelines")
 
 
 @pytest.fixture(scope="module")

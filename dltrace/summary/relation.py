@@ -19,10 +19,11 @@ from __future__ import annotations
 from dltrace.catalog import ID_COLUMN
 from dltrace.errors import BadInput
 from dltrace.ids import ROW_BITS
-from dltrace.results import ROW, ResultStore, SavedResult, read_parquet
+from dltrace.results import DL, ROW, SHARED_ID, SHARED_REFS, SHARED_SCHEMA, SHARED_SET, ResultStore, SavedResult, read_parquet
 from dltrace.summary.patterns import quote
-from dltrace.summary.stored import require_lineage, stored_ids
+from dltrace.summary.stored import require_lineage
 
+SHARED = "*shared"  # in _sources: the helper view over the shared sets (no table has this name)
 TABLE = "base_table"
 ID = "base_id"
 
@@ -37,10 +38,14 @@ def relation_name(result: str) -> str:
 
 
 def _sources(session, saved: SavedResult) -> dict[str, tuple[str, str, dict | None]]:
-    """``{helper view: (table or "", Parquet path, schema)}`` the lineage views read: the saved
-    rows, and each base table at the data version the result was computed from."""
+    """``{helper view: (table or "" or SHARED, Parquet path, schema)}`` the lineage views read: the
+    saved rows, their shared sets, and each base table at the data version the result was
+    computed from."""
     catalog = session.catalog
-    sources = {f"__dl_rows_{saved.name}": ("", str(ResultStore(catalog).path(saved.data)), saved.schema)}
+    store = ResultStore(catalog)
+    sources = {f"__dl_rows_{saved.name}": ("", str(store.path(saved.data)), saved.schema)}
+    if saved.shared:
+        sources[f"__dl_shared_rows_{saved.name}"] = (SHARED, str(store.path(saved.shared)), SHARED_SCHEMA)
     for table, version in sorted(saved.base_versions.items()):
         if table in catalog.tables:
             entry = catalog.entry(table)
@@ -54,13 +59,17 @@ def lineage_statements(session, saved: SavedResult) -> list[tuple[str, str]]:
     require_lineage(saved)
     catalog = session.catalog
     sources = _sources(session, saved)
-    rows_view, tables = next(iter(sources)), {t: v for v, (t, _, _) in sources.items() if t}
+    rows_view, tables = next(iter(sources)), {t: v for v, (t, _, _) in sources.items() if t and t != SHARED}
+    shared_view = f"__dl_shared_rows_{saved.name}"
     relation = relation_name(saved.name)
     names = " ".join(f"WHEN {catalog.entry(t).code} THEN '{t}'" for t in tables)
-    statements = [(relation, (
-        f"SELECT r.{ROW}, CASE shiftright(e.{ID}, {ROW_BITS}) {names} END AS {TABLE}, e.{ID} "
-        f"FROM {rows_view} AS r LATERAL VIEW explode({stored_ids(saved)}) e AS {ID}"
-    ))]
+    table_of = f"CASE shiftright({{id}}, {ROW_BITS}) {names} END AS {TABLE}"
+    select = (f"SELECT r.{ROW}, {table_of.format(id=f'e.{ID}')}, e.{ID} "
+              f"FROM {rows_view} AS r LATERAL VIEW explode(r.{DL}) e AS {ID}")
+    if saved.shared:  # and the ids of the shared sets each row names
+        select += (f" UNION ALL SELECT r.{ROW}, {table_of.format(id=f's.{SHARED_ID}')}, s.{SHARED_ID} AS {ID} "
+                   f"FROM {rows_view} AS r JOIN {shared_view} AS s ON array_contains(r.{SHARED_REFS}, s.{SHARED_SET})")
+    statements = [(relation, select)]
     for table, view in tables.items():
         code = catalog.entry(table).code
         schema = catalog.entry(table).version_schema(saved.base_versions[table]) or {}

@@ -1,0 +1,135 @@
+"""Shared lineage held once (README, "Shared lineage"): the sets every row of a result shares
+(an uncorrelated subquery's lineage under control semantics) are computed once, stored once
+in ``shared.parquet`` and searched once, and every reader still sees each row's whole DL.
+
+Oracles: the query's own spelled-out ``DL`` (what ``sql`` returns), re-evaluation for
+impact, and DuckDB reading the Parquet files alone with the README's query.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from dltrace import LineageSession, rewriter
+from dltrace.formatting import lineage_ids
+from dltrace.results import DL, FORMAT, ROW, SHARED_REFS
+from tests.conftest import ROOT, tpch_copy
+from tpch.duck import connect
+from tpch.queries import load
+
+# TPC-H queries whose rows share lineage under control semantics (uncorrelated subqueries)
+SHARING = ["q11", "q15", "q16", "q18", "q20", "q22"]
+
+
+@pytest.fixture(scope="module")
+def shared(tpch, tmp_path_factory) -> LineageSession:
+    return tpch_copy(tpch, tmp_path_factory, "shared")
+
+
+def whole_dls(rows) -> Counter:
+    """(values, sorted DL) pairs as a bag, ``_row`` ignored."""
+    return Counter((tuple(str(v) for k, v in r.asDict().items() if k not in (DL, ROW)), tuple(lineage_ids(r[DL])))
+                   for r in rows)
+
+
+def test_the_rewriter_holds_shared_sets_apart_exactly_where_rows_share_them(tpch):
+    schemas = tpch.catalog.schemas()
+    codes = {name: entry.code for name, entry in tpch.catalog.tables.items()}
+    sharing = set()
+    for number in range(1, 23):
+        for semantics in ("control", "data"):
+            expression = rewriter.rewrite(rewriter.parse(load(f"q{number}")), schemas, codes, "set", semantics)
+            if expression.meta.get(rewriter.SHARED):
+                sharing.add((f"q{number}", semantics))
+    assert sharing == {(q, "control") for q in SHARING}
+
+
+@pytest.mark.parametrize("query, representation", [(q, "set") for q in SHARING] + [("q11", "bdd"), ("q22", "bdd")])
+def test_saved_shared_sets_give_back_every_rows_whole_dl(shared, query, representation):
+    frame = shared.sql(load(query), repr=representation)
+    name = f"sh_{query}_{representation}"
+    saved = shared.save(frame, name)
+    assert saved.shared_sets == 1 and saved.shared and saved.format == FORMAT
+    rows = shared.store.rows(shared.spark, saved).collect()
+    assert all(r[SHARED_REFS] == [0] for r in rows)
+    spelled = shared.result(name).collect()
+    assert SHARED_REFS not in shared.result(name).columns
+    assert whole_dls(spelled) == whole_dls(frame.collect())
+    # stored once: the rows' own ids are fewer than the spelled-out ones by about rows x shared ids
+    own = sum(len(r[DL]) for r in rows)
+    whole = sum(len(r[DL]) for r in spelled)
+    assert own + len(rows) * saved.shared_ids >= whole > own or saved.shared_ids == 0
+
+
+def test_explain_and_summaries_read_the_shared_sets(shared):
+    frame = shared.sql(load("q11"))
+    shared.save(frame, "sh_explain")
+    first = shared.result("sh_explain").where(f"{ROW} = 0").first()
+    explained = shared.explain("sh_explain", 0)
+    ids = sorted(i for rows in explained.values() for i in (r._dl_id for r in rows.collect()))
+    assert ids == lineage_ids(first[DL])
+    relation = shared.lineage_views("sh_explain")[0]
+    from_relation = sorted(r.base_id for r in shared.spark.sql(f"select base_id from {relation} where _row = 0").collect())
+    assert from_relation == ids
+
+
+def bad_row_in(session: LineageSession, dl_id: int) -> str:
+    """A source naming exactly the row with ``dl_id`` (by its table's key)."""
+    (table, rows), = session.decode([dl_id]).items()
+    key = session.catalog.entry(table).key
+    return f"{table} WHERE " + " AND ".join(f"{c} = {json.dumps(rows[0][c])}".replace('"', "'") for c in key)
+
+
+MANY_BAD = {"q11": "partsupp WHERE ps_partkey < 300", "q15": "lineitem WHERE l_orderkey < 3000"}
+
+
+@pytest.mark.parametrize("query", ["q11", "q15"])
+def test_impact_tests_a_shared_set_once_and_equals_reevaluation(shared, query):
+    frame = shared.sql(load(query))
+    saved = shared.save(frame, f"sh_impact_{query}")
+    shared_ids = [r.id for r in shared.store.shared_sets(shared.spark, saved).collect()]
+    own_ids = {i for r in shared.store.rows(shared.spark, saved).collect() for i in r[DL]}
+    in_shared_only = next(i for i in shared_ids if i not in own_ids)
+    whole = {r[ROW]: set(r[DL]) for r in shared.result(saved.name).collect()}
+    # Q11's rows have no own ids: its HAVING subquery reads the very rows it groups, so the
+    # shared set holds them all (subquery_copies.reads_same_rows)
+    sources = [(bad_row_in(shared, i), {i}) for i in (in_shared_only, *sorted(own_ids)[:1])]
+    table, predicate = MANY_BAD[query].split(" WHERE ")
+    many = {r[0] for r in shared.run(f"select _dl_id from {table} where {predicate}").collect()}
+    assert len(many) > 1000  # past the literal list: the joined search
+    sources.append((MANY_BAD[query], many))
+    for source, bad in sources:
+        stored = {r[ROW]: list(r[DL]) for r in shared.impact(source, result=saved.name).collect()}
+        assert stored == {row: sorted(ids & bad) for row, ids in whole.items() if ids & bad}, source
+        reevaluated = shared.impact(source, result=saved.name, mode="reeval").collect()
+        assert Counter(tuple(lineage_ids(r[DL])) for r in reevaluated) == Counter(tuple(v) for v in stored.values())
+
+
+def test_a_pipeline_step_over_a_result_with_shared_sets_equals_the_inlined_query(shared):
+    q11 = load("q11").strip().rstrip(";")
+    shared.run_script(f"create or replace table sh_step as {q11};\n"
+                      "create or replace table sh_after as select count(*) as n, sum(value) as total from sh_step")
+    after = shared.store.get("sh_after")
+    assert after.shared_sets == 1  # the upstream's shared set is held apart again, not spelled out per row
+    inlined = shared.sql(f"with sh_step as ({q11}) select count(*) as n, sum(value) as total from sh_step").collect()
+    assert whole_dls(shared.result("sh_after").collect()) == whole_dls(inlined)
+
+
+def duckdb_query() -> str:
+    """The README's DuckDB query that decodes a saved result with plain SQL."""
+    text = (ROOT / "README.md").read_text()
+    return re.search(r"```sql\n(-- every row's whole DL.*?)```", text, re.S).group(1)
+
+
+def test_the_readme_duckdb_query_decodes_saved_lineage_without_dltrace(shared):
+    frame = shared.sql(load("q11"))
+    saved = shared.save(frame, "sh_duckdb")
+    directory = Path(shared.store.path(saved.data)).parent
+    query = duckdb_query().replace("RESULT", str(directory))
+    decoded = {row: sorted(ids) for row, ids in connect().execute(query).fetchall()}
+    assert decoded == {r[ROW]: lineage_ids(r[DL]) for r in shared.result("sh_duckdb").collect()}
