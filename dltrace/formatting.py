@@ -9,13 +9,13 @@ import csv
 import datetime as dt
 import decimal
 import json
-
-from collections import Counter
 from typing import IO, Callable, Iterable, Iterator
+
+import numpy as np
 
 from dltrace.bddsets import ids_from_bytes
 from dltrace.catalog import Catalog
-from dltrace.ids import split_id
+from dltrace.ids import ROW_BITS, split_id
 
 DL = "DL"
 DL_VALUES = "DL_values"  # with LINEAGE ON: each granule id's decoded values, in DL order
@@ -53,12 +53,13 @@ def row_dicts(rows: Iterable) -> Iterator[dict]:
         yield record
 
 
-def describe_lineage(ids: list[int], catalog: Catalog, shown: int = 4) -> str:
-    """A short human description: ``store#0 item#0 sales#0`` or ``4285 ids: lineitem 4200, …``."""
+def describe_lineage(ids, catalog: Catalog, shown: int = 4) -> str:
+    """A short human description of sorted ids (a list or a numpy array): ``store#0 item#0
+    sales#0`` or ``4285 ids: lineitem 4200, …``."""
     if len(ids) <= shown:
-        return " ".join(f"{catalog.table_of_code(code)}#{row}" for code, row in map(split_id, ids)) or "∅"
-    counts = Counter(split_id(i)[0] for i in ids)
-    parts = ", ".join(f"{catalog.table_of_code(code)} {n}" for code, n in sorted(counts.items()))
+        return " ".join(f"{catalog.table_of_code(code)}#{row}" for code, row in map(split_id, map(int, ids))) or "∅"
+    codes, counts = np.unique(np.asarray(ids, dtype=np.int64) >> ROW_BITS, return_counts=True)
+    parts = ", ".join(f"{catalog.table_of_code(int(code))} {n}" for code, n in zip(codes, counts))
     return f"{len(ids)} ids: {parts}"
 
 

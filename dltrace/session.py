@@ -64,6 +64,8 @@ class LineageSession:
         # what each DataFrame ``sql`` returned was computed from, so that ``save(df, name)``
         # can record its query (weak: forgotten with the DataFrame)
         self._queries: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        # the rows of ``result(name)`` with their shared sets held apart, for ``shared_lineage``
+        self._held_apart: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self.temporary_views: dict[str, str] = {}  # CREATE TEMP VIEW: name -> query, for this session
 
     @property
@@ -254,12 +256,14 @@ class LineageSession:
         return frame
 
     def shared_lineage(self, frame):
-        """``frame`` (a result of ``sql``) with the lineage its rows share held apart:
-        ``(rows, sets)``, ``rows`` with each row's own ids in ``DL`` and ``sets`` a list of
-        one-row DataFrames (a sorted id array each) that every row's DL also holds.  Computing
-        a shared set once instead of in every row is what keeps queries like TPC-H Q11 (each
-        of its rows holds the ~32,000 ids of its HAVING subquery) cheap.  ``sets`` is empty
-        when the rows share nothing (``rows`` is ``frame``)."""
+        """``frame`` (a result of ``sql`` or ``result``) with the lineage its rows share held
+        apart: ``(rows, sets)``, ``rows`` with each row's own ids in ``DL`` and ``sets`` a list
+        of one-row DataFrames (a sorted id array each) that every row's DL also holds.
+        Computing a shared set once instead of in every row is what keeps queries like TPC-H
+        Q11 (each of its rows holds the ~32,000 ids of its HAVING subquery) cheap.  ``sets``
+        is empty when the rows share nothing (``rows`` is ``frame``)."""
+        if frame in self._held_apart:
+            return self._held_apart[frame]
         made_by = self._queries.get(frame)
         if made_by is None or made_by.shared is None:
             return frame, []
@@ -400,9 +404,20 @@ class LineageSession:
     def result(self, name: str):
         """The rows of saved result ``name``: ``_row``, the query's columns, ``DL`` (each row's
         whole DL, shared sets spelled out)."""
-        from dltrace.results import ROW
+        from pyspark.sql import functions as F
 
-        return self.store.lineage_rows(self.spark, self.store.get(name)).orderBy(ROW)
+        from dltrace.results import ROW, SHARED_ID, SHARED_REFS, SHARED_SET
+
+        saved = self.store.get(name)
+        frame = self.store.lineage_rows(self.spark, saved).orderBy(ROW)
+        if saved.shared:
+            sets = self.store.shared_sets(self.spark, saved)
+            self._held_apart[frame] = (
+                self.store.rows(self.spark, saved).drop(SHARED_REFS).orderBy(ROW),
+                [sets.where(F.col(SHARED_SET) == number).agg(F.sort_array(F.collect_list(SHARED_ID)).alias(DL))
+                 for number in range(saved.shared_sets)],
+            )
+        return frame
 
     def drop_result(self, name: str) -> None:
         self.store.drop(name)

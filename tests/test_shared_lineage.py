@@ -133,3 +133,12 @@ def test_the_readme_duckdb_query_decodes_saved_lineage_without_dltrace(shared):
     query = duckdb_query().replace("RESULT", str(directory))
     decoded = {row: sorted(ids) for row, ids in connect().execute(query).fetchall()}
     assert decoded == {r[ROW]: lineage_ids(r[DL]) for r in shared.result("sh_duckdb").collect()}
+
+
+def test_a_global_aggregate_of_no_rows_has_no_lineage_not_even_a_subquerys(paper):
+    """DLUNION over no rows is ∅: the subquery's lineage comes with the rows that passed it."""
+    empty = paper.sql("SELECT count(*) AS n FROM sales WHERE num > 99999 AND price > (SELECT avg(price) FROM sales)")
+    assert [(r.n, list(r.DL)) for r in empty.collect()] == [(0, [])]
+    some = paper.sql("SELECT count(*) AS n FROM sales WHERE price > (SELECT avg(price) FROM sales)").first()
+    every_sale = {r[0] for r in paper.run("SELECT _dl_id FROM sales").collect()}
+    assert some.n > 0 and set(some.DL) == every_sale  # avg(price) read every sale

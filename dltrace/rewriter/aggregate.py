@@ -42,12 +42,22 @@ def aggregate(select: exp.Select, scope: Scope, context: RewriteContext) -> exp.
         rows = get_lineage(select, ROWS)
         size = expected_group_lineage(select, context)
         by_key = grouped_by_key(select, context.table_keys or {})
+        global_aggregate = not select.args.get("group")
         set_lineage(select, ROWS, [
             one_row_per_group(term) if term.kind is Kind.ID and term.source in by_key and context.ids_ordered_by_table
+            else only_if_rows_read(term) if term.shared and global_aggregate and isinstance(term.sql, exp.Subquery)
             else context.representation.aggregate(term, group_size=size)
             for term in rows
         ])
     return select
+
+
+def only_if_rows_read(term: Term) -> Term:
+    """A set every row shares, under a global aggregate: its one output row holds the set
+    only when it aggregated rows (DLUNION over no rows is ∅, subquery lineage included).
+    One row: the set is spelled out there, no longer held apart."""
+    has_rows = exp.GT(this=exp.Count(this=exp.Star()), expression=exp.Literal.number(0))
+    return replace(term, sql=exp.If(this=has_rows, true=term.sql, false=exp.Null()), nullable=True, shared=False)
 
 
 def one_row_per_group(term: Term) -> Term:
