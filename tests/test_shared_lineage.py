@@ -142,3 +142,20 @@ def test_a_global_aggregate_of_no_rows_has_no_lineage_not_even_a_subquerys(paper
     some = paper.sql("SELECT count(*) AS n FROM sales WHERE price > (SELECT avg(price) FROM sales)").first()
     every_sale = {r[0] for r in paper.run("SELECT _dl_id FROM sales").collect()}
     assert some.n > 0 and set(some.DL) == every_sale  # avg(price) read every sale
+
+
+def test_results_saved_before_shared_sets_still_load(shared):
+    """A format 2 ``result.json`` (no shared fields) loads, and impact, explain and reading
+    the result work on it as before."""
+    saved = shared.save(shared.sql("select n_regionkey, count(*) as n from nation group by n_regionkey"), "sh_format2")
+    metadata = Path(shared.store.directory) / "sh_format2" / "result.json"
+    record = json.loads(metadata.read_text())
+    for field in ("shared", "shared_sets", "shared_ids"):
+        record.pop(field)
+    metadata.write_text(json.dumps({**record, "format": 2}))
+    old = shared.store.get("sh_format2")
+    assert old.format == 2 and old.shared is None and old.rows == saved.rows
+    assert whole_dls(shared.result("sh_format2").collect()) == whole_dls(shared.store.rows(shared.spark, saved).collect())
+    hits = shared.impact("nation WHERE n_nationkey = 0", result="sh_format2").collect()
+    assert len(hits) == 1 and len(hits[0][DL]) == 1
+    assert sum(rows.count() for rows in shared.explain("sh_format2", 0).values()) == 5  # five nations a region
