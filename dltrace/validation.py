@@ -81,6 +81,9 @@ RESULT_TYPES: dict[str, Check] = {
     "index": optional(text),
     "schema": SCHEMA,
     "format": integer(),
+    "shared": optional(text),
+    "shared_sets": integer(),
+    "shared_ids": integer(),
 }
 
 
