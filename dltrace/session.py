@@ -67,6 +67,7 @@ class LineageSession:
         # the rows of ``result(name)`` with their shared sets held apart, for ``shared_lineage``
         self._held_apart: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self.temporary_views: dict[str, str] = {}  # CREATE TEMP VIEW: name -> query, for this session
+        self._udfs: dict = {}  # reason-capable UDFs registered in this session's Spark (reasons.ReasonUdf)
 
     @property
     def spark(self):
@@ -87,6 +88,40 @@ class LineageSession:
         whether a CSV's first row names the columns (default: yes, unless it looks like data)."""
         self.check_name_free(name, "a table")
         return register(self.spark, self.catalog, name, path, key=key, order_by=order_by, fmt=format, header=header)
+
+    # Reason-capable UDFs (README, "Reasons of ML and Python UDFs"): dltrace/reasons.py.
+
+    def register_udf(self, name: str, function, reasons=None, returns: str = "string") -> None:
+        """Register a vectorized Python UDF (pandas Series in, Series out) that queries call
+        by ``name``, with its reasoning mode (the same inputs in, a DataFrame with columns
+        ``value`` and ``reason`` out) for ``explain_reasons``.  Given as ``"module:attribute"``
+        texts, both are kept in the catalog and every later session has them."""
+        from dltrace import reasons as reasoning
+
+        udf = reasoning.make_udf(name, function, reasons, returns)
+        reasoning.register_in_spark(self.spark, udf)
+        if udf.spec is not None:
+            reasoning.UdfStore(self.catalog.directory).save(udf.spec)
+        self._udfs[udf.name] = udf
+
+    def udfs(self) -> dict:
+        """The reason-capable UDFs this session has: the catalog's, and those registered here."""
+        from dltrace import reasons as reasoning
+
+        for name, spec in reasoning.UdfStore(self.catalog.directory).all().items():
+            if name not in self._udfs or self._udfs[name].spec != spec:
+                udf = reasoning.make_udf(name, spec.function, spec.reasons, spec.returns)
+                reasoning.register_in_spark(self.spark, udf)
+                self._udfs[name] = udf
+        return dict(self._udfs)
+
+    def explain_reasons(self, result: str, row: int) -> list:
+        """The reasoning lineage of row ``row`` of saved ``result``: per call of a reason-capable
+        UDF in its query, the invocations on the rows of the row's lineage, re-run in reasoning
+        mode (``reasons.Reasons``: inputs, value, reason, and how many were re-run)."""
+        from dltrace.reasons import explain_reasons
+
+        return explain_reasons(self, result, row, self.udfs())
 
     # One namespace: registered tables, saved results and views (README, "Pipelines").
 
@@ -278,6 +313,7 @@ class LineageSession:
 
         self._ensure_views()
         udafs.register(self.spark)
+        self.udfs()  # the catalog's reason-capable UDFs, callable by name
         try:
             return self.spark.sql(spark_sql)
         except PySparkException as error:

@@ -42,6 +42,8 @@ def add_parsers(commands, common: argparse.ArgumentParser) -> None:
     explain.add_argument("--row", type=int, required=True, help="its _row number")
     explain.add_argument("--format", choices=OUTPUTS, default="table")
     explain.add_argument("--limit", type=int, help="table format: at most N rows per table (50 by default)")
+    explain.add_argument("--reasons", action="store_true",
+                         help="also the reasons of the reason-capable UDFs that fed the row (re-run on its lineage only)")
     add_summary_flags(explain)
 
     results = commands.add_parser("results", parents=[common], help="list saved results, drop one, or index one")
@@ -153,7 +155,25 @@ def _explain(session, args: argparse.Namespace) -> int:
         print(f"{table}:{more}")
         write_table(rows[:limit], frame.columns, session.catalog, sys.stdout)
         print()
+    if args.reasons:
+        _print_reasons(session, args, limit)
     return 0
+
+
+def _print_reasons(session, args: argparse.Namespace, limit: int | None) -> None:
+    """``explain --reasons``: per reason-capable UDF call, its invocations on the row's lineage."""
+    for found in session.explain_reasons(args.result, args.row):
+        records = found.rows.to_dict("records")
+        if args.format == "json":
+            write_json(({"udf": found.udf, **record} for record in records), sys.stdout)
+        else:
+            more = f" (first {limit}: raise --limit)" if len(records) > limit else ""
+            print(f"reasons of {found.call}: {found.invocations} invocations, on the rows of row {args.row}'s lineage, "
+                  f"re-run in reasoning mode{more}")
+            write_table(records[:limit], list(found.rows.columns), session.catalog, sys.stdout)
+            print()
+        if args.format != "table":
+            print(f"dltrace: {found.invocations} invocations of {found.udf} re-run in reasoning mode", file=sys.stderr)
 
 
 def _results(session, args: argparse.Namespace) -> int:
