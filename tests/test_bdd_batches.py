@@ -74,6 +74,7 @@ def per_row_union(sets: list[bytes | None] | None, ids: list[int | None] | None)
     return union_bytes([*(sets or []), bytes_from_ids([i for i in ids or [] if i is not None], "bdd")], "bdd")
 
 
+@pytest.mark.slow
 @BATCHES
 @given(batches())
 def test_batch_union_equals_per_row_union_and_set_union(batch: tuple[list, list]) -> None:

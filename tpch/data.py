@@ -63,6 +63,32 @@ REGISTRATION: dict[str, Registration] = {
 }
 
 
+# Each table's columns as a catalog registers them (Spark types, as listed above), and its
+# rows at SF 1: enough to rewrite queries without data or a catalog (tests/test_golden_sql.py).
+SCHEMA: dict[str, dict[str, str]] = {
+    "region": {"r_regionkey": "bigint", "r_name": "string", "r_comment": "string"},
+    "nation": {"n_nationkey": "bigint", "n_name": "string", "n_regionkey": "bigint", "n_comment": "string"},
+    "supplier": {"s_suppkey": "bigint", "s_name": "string", "s_address": "string", "s_nationkey": "bigint",
+                 "s_phone": "string", "s_acctbal": "decimal(15,2)", "s_comment": "string"},
+    "customer": {"c_custkey": "bigint", "c_name": "string", "c_address": "string", "c_nationkey": "bigint",
+                 "c_phone": "string", "c_acctbal": "decimal(15,2)", "c_mktsegment": "string", "c_comment": "string"},
+    "part": {"p_partkey": "bigint", "p_name": "string", "p_mfgr": "string", "p_brand": "string", "p_type": "string",
+             "p_size": "int", "p_container": "string", "p_retailprice": "decimal(15,2)", "p_comment": "string"},
+    "partsupp": {"ps_partkey": "bigint", "ps_suppkey": "bigint", "ps_availqty": "int", "ps_supplycost": "decimal(15,2)",
+                 "ps_comment": "string"},
+    "orders": {"o_orderkey": "bigint", "o_custkey": "bigint", "o_orderstatus": "string", "o_totalprice": "decimal(15,2)",
+               "o_orderdate": "date", "o_orderpriority": "string", "o_clerk": "string", "o_shippriority": "int",
+               "o_comment": "string"},
+    "lineitem": {"l_orderkey": "bigint", "l_partkey": "bigint", "l_suppkey": "bigint", "l_linenumber": "int",
+                 "l_quantity": "decimal(15,2)", "l_extendedprice": "decimal(15,2)", "l_discount": "decimal(15,2)",
+                 "l_tax": "decimal(15,2)", "l_returnflag": "string", "l_linestatus": "string", "l_shipdate": "date",
+                 "l_commitdate": "date", "l_receiptdate": "date", "l_shipinstruct": "string", "l_shipmode": "string",
+                 "l_comment": "string"},
+}
+ROWS_SF1: dict[str, int] = {"region": 5, "nation": 25, "supplier": 10_000, "customer": 150_000, "part": 200_000,
+                            "partsupp": 800_000, "orders": 1_500_000, "lineitem": 6_001_215}
+
+
 def scale_label(sf: float) -> str:
     """Spell a scale factor the way directory names and tpchgen-cli take it (1, 0.01, 10)."""
     return f"{sf:g}"
