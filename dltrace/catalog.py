@@ -106,7 +106,7 @@ class Catalog:
             data = json.loads(self.file.read_text())
         except (OSError, ValueError) as error:
             raise CatalogError(f"cannot read {self.file}: {error}") from None
-        check_catalog(data, self.file, FORMAT)
+        check_catalog(data, self.file, FORMAT, TableEntry)
         self.version = data.get("version", 0)
         self.retired_codes = data.get("retired_codes", [])
         self.tables = {name: TableEntry(**_with_revision_fields(entry)) for name, entry in data.get("tables", {}).items()}

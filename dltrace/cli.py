@@ -7,11 +7,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from dltrace.errors import BadInput, DltraceError
+from dltrace.errors import BadInput, DltraceError, spark_error
 from dltrace.rewriter.representation import REPRESENTATIONS
-from dltrace.formatting import DL, DL_VALUES, row_dicts, table_footer, write_csv, write_json, write_table
+from dltrace.formatting import DL, DL_VALUES, output_limit, row_dicts, table_footer, write_csv, write_json, write_table
 from dltrace.granularity import GranuleDecoder, split_lineage_on
-from dltrace.impact.commands import COMMANDS, add_parsers, output_limit, run_command, save_for_sql
+from dltrace.impact.commands import COMMANDS, add_parsers, run_command, save_for_sql
 from dltrace.pipeline import Outcome, Statement, run_statement, split_statements
 from dltrace.tables import add_parser as add_tables_parser, id_range, run_tables
 
@@ -120,8 +120,6 @@ def main(argv: list[str] | None = None) -> int:
         from pyspark.errors import PySparkException
 
         if isinstance(error, PySparkException):
-            from dltrace.session import spark_error
-
             wrapped = spark_error(error)
             print(f"dltrace: error: {wrapped}", file=sys.stderr)
             return wrapped.exit_code

@@ -149,7 +149,7 @@ class ResultStore:
             data = json.loads(file.read_text())
         except (OSError, ValueError) as error:
             raise CatalogError(f"cannot read {file}: {error}") from None
-        check_result(data, file, FORMAT)
+        check_result(data, file, FORMAT, SavedResult)
         return SavedResult(**data)
 
     def path(self, relative: str) -> Path:

@@ -11,7 +11,7 @@ from dltrace import granularity, rewriter
 from dltrace.rewriter.base_table import tagged_row_ids
 from dltrace.rewriter.saved_result import LINEAGE_COLUMN, shared_view
 from dltrace.catalog import NAME_PATTERN, Catalog, TableEntry, quoted, register
-from dltrace.errors import BadInput, DltraceError
+from dltrace.errors import BadInput, spark_error
 from dltrace.plain import plain_sql, with_spark_names
 from dltrace.results import DL, ResultStore, SavedResult, names_read, read_parquet
 from dltrace.spark import get_spark
@@ -24,16 +24,6 @@ _VIEW_PATHS: dict[tuple[int, str], str] = {}  # (Spark session, view name) -> th
 def catalog_dir(catalog: str | os.PathLike | None) -> Path:
     """``catalog``, else ``$DLTRACE_CATALOG``, else ``./.dltrace``."""
     return Path(catalog or os.environ.get("DLTRACE_CATALOG") or DEFAULT_CATALOG)
-
-
-def spark_error(error: Exception) -> DltraceError:
-    """A Spark exception as one line: analysis errors are the user's, others are failures."""
-    from pyspark.errors import AnalysisException
-
-    text = (getattr(error, "getMessage", None) or (lambda: str(error)))()
-    first = next((line.strip() for line in str(text).splitlines() if line.strip()), type(error).__name__)
-    cls = BadInput if isinstance(error, AnalysisException) else DltraceError
-    return cls(f"Spark: {first}")
 
 
 def check_savable(lineage_on: granularity.LineageOnArgument) -> None:

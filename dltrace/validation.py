@@ -113,11 +113,10 @@ def check_format(data: dict, file: Path, known: int, what: str) -> None:
         raise CatalogError(f"{file} was written by a newer dltrace ({what} format {fmt}, this one reads {known}): upgrade dltrace")
 
 
-def check_catalog(data: Any, file: Path, known_format: int) -> None:
+def check_catalog(data: Any, file: Path, known_format: int, entry: type) -> None:
     """``catalog.json``: ``{"format", "version", "tables": {name: entry}, "retired_codes"}`` (other
-    top-level fields are left to whoever wrote them)."""
-    from dltrace.catalog import TableEntry
-
+    top-level fields are left to whoever wrote them); ``entry`` is the dataclass a table's
+    entry is read into (``catalog.TableEntry``: passed in, this module imports no reader)."""
     if not isinstance(data, dict):
         raise damaged(file, f"it must hold a JSON object, not {type(data).__name__}")
     check_format(data, file, known_format, "catalog")
@@ -129,20 +128,18 @@ def check_catalog(data: Any, file: Path, known_format: int) -> None:
     if not isinstance(tables, dict):
         raise damaged(file, f"tables must be a JSON object, not {type(tables).__name__}")
     codes: dict[int, str] = {}
-    for name, entry in tables.items():
+    for name, fields in tables.items():
         if not NAME.match(name):
             raise damaged(file, f"{name[:60]!r} is not a table name (lower-case letters, digits and _)")
-        check_fields(entry, TableEntry, TABLE_TYPES, file, f"tables.{name}")
-        if entry["code"] in codes:
-            raise damaged(file, f"tables {codes[entry['code']]} and {name} have the same code {entry['code']}")
-        codes[entry["code"]] = name
+        check_fields(fields, entry, TABLE_TYPES, file, f"tables.{name}")
+        if fields["code"] in codes:
+            raise damaged(file, f"tables {codes[fields['code']]} and {name} have the same code {fields['code']}")
+        codes[fields["code"]] = name
 
 
-def check_result(data: Any, file: Path, known_format: int) -> None:
-    """A saved result's ``result.json``."""
-    from dltrace.results import SavedResult
-
+def check_result(data: Any, file: Path, known_format: int, record: type) -> None:
+    """A saved result's ``result.json``, read into the dataclass ``record`` (``results.SavedResult``)."""
     if not isinstance(data, dict):
         raise damaged(file, f"it must hold a JSON object, not {type(data).__name__}")
     check_format(data, file, known_format, "result")
-    check_fields(data, SavedResult, RESULT_TYPES, file, "the result")
+    check_fields(data, record, RESULT_TYPES, file, "the result")

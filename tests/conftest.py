@@ -72,7 +72,7 @@ def paper(spark, tmp_path_factory) -> LineageSession:
 @pytest.fixture(scope="session")
 def tpch(spark, tmp_path_factory) -> LineageSession:
     """TPC-H SF 0.01 (generated once into ./data and cached), registered chronologically."""
-    from tpch.register import register_tpch
+    from dltrace.datasets import register_tpch
 
     session = LineageSession(tmp_path_factory.mktemp("tpch-catalog"), spark=spark)
     register_tpch(session, 0.01, ROOT / "data")

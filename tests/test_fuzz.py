@@ -26,7 +26,7 @@ from dltrace import LineageSession
 from dltrace.cli import main
 from dltrace.errors import DltraceError
 from dltrace.impact.source import parse_source
-from tpch.data import TABLES, generate
+from dltrace.datasets import TABLES, generate
 from tpch.queries import SPJ, TPCH, load
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -17,7 +17,7 @@ import pytest
 
 from dltrace import rewriter
 from tests.sql_fixtures import FIXTURES
-from tpch.data import REGISTRATION, ROWS_SF1, SCHEMA, TABLES
+from dltrace.datasets import REGISTRATION, ROWS_SF1, SCHEMA, TABLES
 from tpch.queries import SPJ, TPCH, load
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,7 +48,7 @@ def test_golden_sql(name, representation, semantics):
 def test_schema_is_what_tpchgen_writes():
     """The schema dict above is the generated Parquet's, as registration reads it."""
     pq = pytest.importorskip("pyarrow.parquet")
-    from tpch.data import generate, table_paths
+    from dltrace.datasets import generate, table_paths
 
     arrow_types = {"int64": "bigint", "int32": "int", "date32[day]": "date", "string": "string", "string_view": "string"}
     paths = table_paths(generate(0.01, ROOT / "data"))

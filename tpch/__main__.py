@@ -24,7 +24,7 @@ def catalog_for(sf: float) -> Path:
 def main(argv: list[str] | None = None) -> int:
     from tpch import bench, table8
     from tpch.queries import load
-    from tpch.register import register_tpch
+    from dltrace.datasets import register_tpch
     from tpch.table7 import TABLE7_QUERIES, characteristics, independent_average, markdown
 
     top = argparse.ArgumentParser(prog="python -m tpch", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

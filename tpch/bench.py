@@ -195,7 +195,7 @@ def main(args: argparse.Namespace, catalog: Path) -> int:
     """``python -m tpch bench``: register TPC-H at ``--sf`` (cached), measure, write the report."""
     from dltrace import LineageSession
     from tpch.queries import SPJ, TPCH
-    from tpch.register import register_tpch
+    from dltrace.datasets import register_tpch
 
     queries = selected_queries(args.queries)
     modes = checked_modes(args.modes)

@@ -70,7 +70,7 @@ def timed(operations: dict[str, Callable[[], object]], repeat: int) -> dict[str,
 
 def main(argv: list[str] | None = None) -> int:
     from tpch.queries import load
-    from tpch.register import register_tpch
+    from dltrace.datasets import register_tpch
 
     parser = argparse.ArgumentParser(prog="python -m tpch.impact_bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -53,7 +53,7 @@ def plain_pipeline(spark, directory: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from tpch.register import register_tpch
+    from dltrace.datasets import register_tpch
 
     parser = argparse.ArgumentParser(prog="python -m tpch.pipeline_bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -23,7 +23,7 @@ from pathlib import Path
 from dltrace import LineageSession
 from dltrace.errors import DltraceError
 from dltrace.results import DL, names_read
-from tpch.data import REGISTRATION, TABLES, _tpchgen_executable, scale_label
+from dltrace.datasets import REGISTRATION, TABLES, scale_label, tpchgen_executable
 from tpch.harness import log
 from tpch.queries import load
 
@@ -36,7 +36,7 @@ def generate_tables(sf: float, tables: list[str], directory: Path) -> dict[str, 
     if missing:
         log(f"generating {', '.join(missing)} at SF {scale_label(sf)}")
         staging = directory / ".staging"
-        subprocess.run([str(_tpchgen_executable()), "parquet", "--scale-factor", scale_label(sf), "--tables",
+        subprocess.run([str(tpchgen_executable()), "parquet", "--scale-factor", scale_label(sf), "--tables",
                         ",".join(missing), "--output-dir", str(staging), "--no-progress", "--quiet"], check=True)
         for table in missing:
             (staging / f"{table}.parquet").rename(directory / f"{table}.parquet")

@@ -25,7 +25,7 @@ from tpch.harness import log
 
 def main(argv: list[str] | None = None) -> int:
     from tpch.queries import load
-    from tpch.register import register_tpch
+    from dltrace.datasets import register_tpch
 
     parser = argparse.ArgumentParser(prog="python -m tpch.summary_bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)

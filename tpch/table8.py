@@ -151,7 +151,7 @@ def main(args, catalog: Path, progress: Callable[[str], None]) -> int:
     """Measure, print the Markdown, and write it with the figure under ``--out``."""
     from dltrace import LineageSession
     from tpch.queries import load
-    from tpch.register import register_tpch
+    from dltrace.datasets import register_tpch
 
     session = LineageSession(catalog)
     progress(f"TPC-H SF {args.sf:g}: data and registration (cached after the first run)")

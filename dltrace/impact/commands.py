@@ -14,7 +14,7 @@ import warnings
 from dataclasses import asdict
 
 from dltrace.errors import BadInput
-from dltrace.formatting import TABLE_DEFAULT_LIMIT, row_dicts, table_footer, write_json, write_table
+from dltrace.formatting import output_limit, row_dicts, table_footer, write_json, write_table
 from dltrace.impact.search import MODES, ImpactWarning, collect_bad_ids, matches_nothing
 from dltrace.impact.source import SOURCE_FORM, parse_source
 from dltrace.results import ResultStore
@@ -78,14 +78,6 @@ def save_for_sql(session, frame, name: str, query: str, semantics: str, represen
     print(f"dltrace: saved result {saved.name}: {saved.rows} rows at catalog version {saved.catalog_version}, "
           f"{index} forward index", file=sys.stderr)
     return session.result(saved.name)
-
-
-def output_limit(args: argparse.Namespace) -> int | None:
-    """How many rows to print: --limit, or a screenful for the table format; never negative."""
-    limit = args.limit if args.limit is not None else (TABLE_DEFAULT_LIMIT if args.format == "table" else None)
-    if limit is not None and limit < 0:
-        raise BadInput("--limit must be 0 or more")
-    return limit
 
 
 def _impact(session, args: argparse.Namespace, query_text) -> int:

@@ -24,11 +24,10 @@ import numpy as np
 from sqlglot import exp
 
 from dltrace.catalog import ID_COLUMN
-from dltrace.errors import BadInput
+from dltrace.errors import BadInput, spark_error
 from dltrace.impact.key_index import rows_to_search
 from dltrace.impact.source import Source, parse_source
 from dltrace.results import DL, INDEX_ID, ROW, SHARED_ID, SHARED_REFS, SHARED_SET, ResultStore, SavedResult, read_parquet
-from dltrace.session import spark_error
 
 MODES = ("stored", "reeval")
 LITERAL_IDS = 1000  # bad ids inlined as a literal; beyond, a broadcast join

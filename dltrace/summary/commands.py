@@ -7,7 +7,7 @@ import sys
 from dataclasses import asdict
 
 from dltrace.errors import BadInput
-from dltrace.formatting import row_dicts, write_csv, write_json, write_table
+from dltrace.formatting import output_limit, row_dicts, write_csv, write_json, write_table
 from dltrace.summary.summaries import DEFAULT_PATTERNS, LINEAGE_SAMPLE, Summary, check_options
 
 LINEAGE_SQL = "lineage-sql"
@@ -82,8 +82,6 @@ def run_lineage_sql(session, args: argparse.Namespace, query_text) -> int:
         return 0
     if not query:
         raise BadInput("lineage-sql --run needs a QUERY over the lineage views")
-    from dltrace.impact.commands import output_limit  # that module adds these commands: imported late
-
     limit = output_limit(args)
     session.lineage_views(args.result)
     frame = session.run(query)
