@@ -1,4 +1,4 @@
-"""The lineage catalog (DESIGN §3): registered tables, their codes, and Parquet with ``_dl_id``.
+"""The lineage catalog (its format: docs/formats.md): registered tables, their codes, and Parquet with ``_dl_id``.
 
 Layout of a catalog directory::
 
@@ -50,7 +50,7 @@ class TableEntry:
     format: str = "parquet"
     fingerprint: str = ""
     registered_at: float = field(default_factory=time.time)
-    # Revisions (DESIGN §3).  ``version`` numbers this table's data (``path`` ends in
+    # Revisions (docs/semantics.md, "Ids").  ``version`` numbers this table's data (``path`` ends in
     # ``-v<version>.parquet``); ``next_row`` is one past the highest row number ever given
     # out, so a revision's new ids never collide with old ones; ``changes`` counts rows
     # against the previous version; ``previous`` lists the earlier versions, oldest first,
@@ -238,7 +238,7 @@ def register(
     A source with no rows is a table with its schema and no ids; one without columns (an
     empty file) is refused.
 
-    Registering a revised source (DESIGN §3): with the same key as before, unchanged rows keep
+    Registering a revised source (docs/semantics.md, "Ids"): with the same key as before, unchanged rows keep
     their ids and new or changed rows get new ones, numbered in ``order_by`` order after the
     highest row number the table ever had, so an old id never names a different row.  The
     new data is a new version; the old version's Parquet stays for impact on old rows.

@@ -1,4 +1,4 @@
-"""The ``dltrace`` command line (DESIGN §4).  Errors: one line on stderr, exit 2 for bad
+"""The ``dltrace`` command line (docs/architecture.md, "Public interface").  Errors: one line on stderr, exit 2 for bad
 input, 1 for failures."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Errors users see: one line each, with the exit status the CLI returns (DESIGN §10)."""
+"""Errors users see: one line each, with the exit status the CLI returns (docs/errors.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Saved results (DESIGN §7): a query's rows with their lineage, kept for impact and explain.
+"""Saved results: a query's rows with their lineage, kept for impact and explain (the format:
+docs/formats.md, "Saved results").
 
 Layout inside the catalog directory::
 

@@ -1,4 +1,4 @@
-"""``LineageSession``: the Python API (DESIGN §4) over a catalog and one Spark session."""
+"""``LineageSession``: the Python API (docs/architecture.md) over a catalog and one Spark session."""
 
 from __future__ import annotations
 
@@ -318,7 +318,7 @@ class LineageSession:
             rows[table] = [row.asDict() for row in frame.collect()]
         return rows
 
-    # Saved results, impact and explain (DESIGN §7): dltrace/results.py, dltrace/impact/.
+    # Saved results, impact and explain (docs/architecture.md, docs/formats.md): dltrace/results.py, dltrace/impact/.
 
     def save(self, frame, name: str, query: str | None = None, semantics: str | None = None,
              repr: str | None = None, index: bool | None = None):

@@ -1,7 +1,7 @@
 """Shape checks of the JSON files dltrace keeps (``catalog.json``, ``result.json``).
 
 A file that parses but was damaged by hand or by a foreign tool must give one line naming
-the file and the field, not a Python traceback from deep inside (DESIGN §10).  Fields are
+the file and the field, not a Python traceback from deep inside (docs/errors.md).  Fields are
 those of the dataclass the file is read into: required are those without a default; the
 types of the fields listed in ``TYPES`` are checked.
 """

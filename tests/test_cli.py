@@ -1,4 +1,4 @@
-"""The command line: output formats, the spark-sql script, and every bad input of DESIGN §10
+"""The command line: output formats, the spark-sql script, and every bad input of docs/errors.md
 that the foundation touches (one line on stderr, exit 2 for bad input)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Crash safety (DESIGN §10): ``register`` and ``sql --save`` killed with SIGKILL before,
+"""Crash safety (docs/formats.md, "Atomic writes and recovery"): ``register`` and ``sql --save`` killed with SIGKILL before,
 during and after their data write leave the catalog and the saved results exactly as they
 were or exactly as the command would have left them, never half; the next command removes
 what the killed one left behind.  Ctrl-C ends in one line and the same guarantees.

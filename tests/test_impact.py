@@ -1,4 +1,4 @@
-"""Saved results, forward impact, backward explain and revisions (DESIGN §3, §7, §10).
+"""Saved results, forward impact, backward explain and revisions (docs/formats.md, docs/architecture.md, docs/errors.md).
 
 * stored impact (forward index or scan; literal bad ids or a join) and re-evaluation agree
   with each other and with the saved DL, on TPC-H Q3, Q5 and Q18 at SF 0.01;
@@ -282,7 +282,7 @@ def test_revision_without_a_key_gives_every_row_a_new_id(spark, tmp_path):
     assert min(split_id(i)[1] for i in new) == first.next_row
 
 
-# --- bad input (DESIGN §10) ---------------------------------------------------------------
+# --- bad input (docs/errors.md) ---------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")

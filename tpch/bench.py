@@ -148,7 +148,7 @@ def run_bench(
 
 
 def forward_targets(modes: list[str], spj: list[str], tpch: list[str]) -> list[Target]:
-    """DESIGN §9's targets for each forward mode that runs (§9 names ``set`` for SPJ, ``auto`` for TPC-H)."""
+    """The targets of docs/targets.md, for each forward mode that runs."""
     targets = []
     forward = [mode for mode in FORWARD if mode in modes]
     for mode in forward:

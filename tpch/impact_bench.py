@@ -1,4 +1,4 @@
-"""Impact benchmark (DESIGN §9): one bad lineitem row against TPC-H Q3, in one warm session.
+"""Impact benchmark (targets: docs/targets.md): one bad lineitem row against TPC-H Q3, in one warm session.
 
     python -m tpch.impact_bench --sf 1 [--repeat 5] [--large] [--catalog DIR]
 

@@ -1,4 +1,4 @@
-"""Pipeline benchmark (DESIGN §9): a three-step TPC-H pipeline with lineage, each step saved,
+"""Pipeline benchmark (target: docs/targets.md): a three-step TPC-H pipeline with lineage, each step saved,
 against the same steps without lineage writing their rows as Parquet, in one session.
 
     python -m tpch.pipeline_bench --sf 1 [--repeat 3] [--catalog DIR]

@@ -1,4 +1,4 @@
-"""Variable-granularity lineage: ``LINEAGE ON (expr, ...)`` (paper §4.3, DESIGN §6).
+"""Variable-granularity lineage: ``LINEAGE ON (expr, ...)`` (paper §4.3; docs/semantics.md).
 
 Lineage is computed w.r.t. combinations of L values instead of base rows: the rewriter's
 base-table rule is given an id source that hands each row of a table providing some of L

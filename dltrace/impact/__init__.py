@@ -1,4 +1,4 @@
-"""Impact and explain over lineage (DESIGN §7): forward from bad source rows to the output
+"""Impact and explain over lineage (docs/architecture.md, "Impact and explain"): forward from bad source rows to the output
 rows they affected, backward from an output row to the base rows that made it."""
 
 from dltrace.impact.backward import explain

@@ -1,4 +1,4 @@
-"""Backward explain (DESIGN §7): the base rows behind one row of a saved result.
+"""Backward explain (docs/architecture.md, "Impact and explain"): the base rows behind one row of a saved result.
 
 The row's DL already names them; explain only fetches them, from the data version each
 table had when the result was saved (a revision keeps old versions, and the DL holds their

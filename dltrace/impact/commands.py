@@ -1,4 +1,4 @@
-"""The ``impact``, ``explain`` and ``results`` commands and ``sql --save`` (DESIGN §4).
+"""The ``impact``, ``explain`` and ``results`` commands and ``sql --save`` (docs/architecture.md, "Public interface").
 
 Warnings about an answer that is still given (a source matching no rows, a result older
 than its data) go to stderr as one line each, ``dltrace: warning: ...``; the exit status

@@ -1,4 +1,4 @@
-"""Forward impact (DESIGN §7): which output rows did some bad source rows affect?
+"""Forward impact (docs/architecture.md, "Impact and explain"): which output rows did some bad source rows affect?
 
 Both modes answer with the affected output rows, their columns, and ``DL`` narrowed to the
 bad ids each one derives from, so their answers can be compared row for row:

@@ -1,4 +1,4 @@
-"""Rule: UNION (distinct), INTERSECT and EXCEPT as DISTINCT queries (DESIGN §2, paper §3.4).
+"""Rule: UNION (distinct), INTERSECT and EXCEPT as DISTINCT queries (docs/semantics.md, paper §3.4).
 
 * ``A UNION B`` is ``SELECT DISTINCT * FROM (A UNION ALL B)``: a row's DL is the DLUNION of
   all the duplicates merged into it.

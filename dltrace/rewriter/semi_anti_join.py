@@ -1,4 +1,4 @@
-"""Rule: ``LEFT SEMI JOIN`` and ``LEFT ANTI JOIN`` are EXISTS and NOT EXISTS (DESIGN §2).
+"""Rule: ``LEFT SEMI JOIN`` and ``LEFT ANTI JOIN`` are EXISTS and NOT EXISTS (docs/semantics.md).
 
 They are rewritten into the equivalent subqueries, whose lineage rules apply: under data
 semantics the right side contributes nothing, under control semantics a row gains the
