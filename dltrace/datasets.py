@@ -32,9 +32,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
 
 import pyarrow.parquet as pq
 
@@ -84,9 +84,9 @@ SCHEMA: dict[str, dict[str, str]] = {
              "p_size": "int", "p_container": "string", "p_retailprice": "decimal(15,2)", "p_comment": "string"},
     "partsupp": {"ps_partkey": "bigint", "ps_suppkey": "bigint", "ps_availqty": "int", "ps_supplycost": "decimal(15,2)",
                  "ps_comment": "string"},
-    "orders": {"o_orderkey": "bigint", "o_custkey": "bigint", "o_orderstatus": "string", "o_totalprice": "decimal(15,2)",
-               "o_orderdate": "date", "o_orderpriority": "string", "o_clerk": "string", "o_shippriority": "int",
-               "o_comment": "string"},
+    "orders": {"o_orderkey": "bigint", "o_custkey": "bigint", "o_orderstatus": "string",
+               "o_totalprice": "decimal(15,2)", "o_orderdate": "date", "o_orderpriority": "string",
+               "o_clerk": "string", "o_shippriority": "int", "o_comment": "string"},
     "lineitem": {"l_orderkey": "bigint", "l_partkey": "bigint", "l_suppkey": "bigint", "l_linenumber": "int",
                  "l_quantity": "decimal(15,2)", "l_extendedprice": "decimal(15,2)", "l_discount": "decimal(15,2)",
                  "l_tax": "decimal(15,2)", "l_returnflag": "string", "l_linestatus": "string", "l_shipdate": "date",
@@ -203,7 +203,9 @@ def _run_tpchgen(executable: Path, sf: float, output_dir: Path) -> None:
         )
 
 
-def register_tpch(session, sf: float = 0.01, root: Path = Path("data"), progress: Callable[[str], None] = lambda _: None) -> Path:
+def register_tpch(
+    session, sf: float = 0.01, root: Path = Path("data"), progress: Callable[[str], None] = lambda _: None
+) -> Path:
     """Generate (or reuse) TPC-H at ``sf`` and register its eight tables in ``session``'s catalog.
 
     Registration is idempotent, so a second call costs only a look at the files.

@@ -10,7 +10,8 @@ import csv
 import datetime as dt
 import decimal
 import json
-from typing import IO, Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import IO
 
 import numpy as np
 
@@ -86,7 +87,9 @@ def write_csv(records: Iterable[dict], columns: list[str], out: IO[str]) -> int:
     writer.writerow(columns)
     count = 0
     for record in records:
-        writer.writerow([json.dumps(plain_value(record[c])) if c in (DL, DL_VALUES) else plain_value(record[c]) for c in columns])
+        writer.writerow(
+            [json.dumps(plain_value(record[c])) if c in (DL, DL_VALUES) else plain_value(record[c]) for c in columns]
+        )
         count += 1
     return count
 

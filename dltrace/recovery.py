@@ -22,8 +22,8 @@ import os
 import re
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 PID = re.compile(r"-p?(\d+)-")  # the writer's pid in a temporary name
 STAMP_PID = re.compile(r"-p(\d+)$")

@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import NamedTuple
 
 from dltrace import granularity, rewriter
-from dltrace.rewriter.base_table import tagged_row_ids
-from dltrace.rewriter.saved_result import LINEAGE_COLUMN, shared_view
 from dltrace.catalog import NAME_PATTERN, Catalog, TableEntry, quoted, register
 from dltrace.errors import BadInput, spark_error
 from dltrace.plain import plain_sql, with_spark_names
 from dltrace.results import DL, ResultStore, SavedResult, names_read, read_parquet
+from dltrace.rewriter.base_table import tagged_row_ids
+from dltrace.rewriter.saved_result import LINEAGE_COLUMN, shared_view
 from dltrace.spark import get_spark
 from dltrace.views import ViewStore, inline
 
@@ -163,7 +163,9 @@ class LineageSession:
         if lineage_on is not None:
             return granularity.granular_sql(self, self.traceable_on_values(query) if lineage_on else query,
                                             lineage_on, semantics, repr)
-        return self.lineage_expression(query, semantics, repr, tagged_row_ids if tag_instances else None).sql(dialect="spark")
+        return self.lineage_expression(query, semantics, repr, tagged_row_ids if tag_instances else None).sql(
+            dialect="spark"
+        )
 
     def traceable_on_values(self, query: str) -> str:
         """``query`` for ``LINEAGE ON``: granules are values of base rows, so the saved results
@@ -200,8 +202,8 @@ class LineageSession:
                 raise BadInput(f"saved result {result.name} holds {result.semantics} lineage and this query asks for "
                                f"{semantics}: run it with --semantics {result.semantics} or save {result.name} again")
         return rewriter.rewrite(
-            rewriter.parse(expanded_text), self.schemas(saved), {name: entry.code for name, entry in tables.items()}, repr, semantics,
-            id_source, ids_ordered_by_table,
+            rewriter.parse(expanded_text), self.schemas(saved), {name: entry.code for name, entry in tables.items()},
+            repr, semantics, id_source, ids_ordered_by_table,
             table_rows={**{n: e.rows for n, e in tables.items()}, **{n: r.rows for n, r in saved.items()}},
             table_keys={n: e.key or [] for n, e in tables.items()},
             saved={n: rewriter.SavedLineage(frozenset(r.lineage_tables) & frozenset(tables), r.disjoint, r.shared_sets)
@@ -273,7 +275,13 @@ class LineageSession:
         except PySparkException as error:
             raise spark_error(error) from None
 
-    def script(self, query: str, semantics: str = "control", repr: str = "set", lineage_on: granularity.LineageOnArgument = None) -> str:
+    def script(
+        self,
+        query: str,
+        semantics: str = "control",
+        repr: str = "set",
+        lineage_on: granularity.LineageOnArgument = None,
+    ) -> str:
         """A self-contained script for ``spark-sql -f``: views over the Parquet, then the query."""
         if repr != "set":
             raise BadInput("spark-sql scripts use --repr set (the roBDD functions live in Python)")
@@ -293,11 +301,15 @@ class LineageSession:
                              f"SELECT {columns}, array_compact({DL}) AS {LINEAGE_COLUMN} FROM parquet.`{path}`;")
                 if result.shared:
                     shared = str(self.store.path(result.shared)).replace("`", "``")
-                    lines.append(f"CREATE OR REPLACE TEMPORARY VIEW {shared_view(name)} AS SELECT * FROM parquet.`{shared}`;")
+                    lines.append(
+                        f"CREATE OR REPLACE TEMPORARY VIEW {shared_view(name)} AS SELECT * FROM parquet.`{shared}`;"
+                    )
         lines.append(text + ";")
         return "\n".join(lines) + "\n"
 
-    def decode_granules(self, ids: list[int], query: str, lineage_on: granularity.LineageOnArgument = None) -> list[dict]:
+    def decode_granules(
+        self, ids: list[int], query: str, lineage_on: granularity.LineageOnArgument = None
+    ) -> list[dict]:
         """The L values of each granule id of ``query``'s ``LINEAGE ON`` result, in order:
         ``[{"YEAR(l_shipdate)": 1995, "l_shipmode": "MAIL"}, ...]`` (dictionaries cached)."""
         return granularity.GranuleDecoder(self, query, lineage_on).decode(ids)

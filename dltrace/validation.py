@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from dltrace.errors import CatalogError
 from dltrace.ids import MAX_TABLE_CODE
@@ -110,7 +111,9 @@ def check_format(data: dict, file: Path, known: int, what: str) -> None:
     if not integer(1)(fmt):
         raise damaged(file, f"format has a wrong value: {str(fmt)[:60]!r}")
     if fmt > known:
-        raise CatalogError(f"{file} was written by a newer dltrace ({what} format {fmt}, this one reads {known}): upgrade dltrace")
+        raise CatalogError(
+            f"{file} was written by a newer dltrace ({what} format {fmt}, this one reads {known}): upgrade dltrace"
+        )
 
 
 def check_catalog(data: Any, file: Path, known_format: int, entry: type) -> None:

@@ -30,7 +30,9 @@ SPARK_DOCTESTS: frozenset[str] = frozenset()
 
 def pytest_configure(config) -> None:
     config.addinivalue_line("markers", "spark: needs a Spark session (a JVM); make test-fast leaves it out")
-    config.addinivalue_line("markers", "slow: a property test of many examples (over 10 s); make test-fast leaves it out")
+    config.addinivalue_line(
+        "markers", "slow: a property test of many examples (over 10 s); make test-fast leaves it out"
+    )
     if NO_JVM:
         forbid_jvm()
 
@@ -41,7 +43,9 @@ def forbid_jvm() -> None:
     import pyspark.context
 
     def refuse(*args, **kwargs):
-        raise RuntimeError("DLTRACE_NO_JVM=1 (make test-fast): this test starts a JVM; mark it spark (tests/conftest.py)")
+        raise RuntimeError(
+            "DLTRACE_NO_JVM=1 (make test-fast): this test starts a JVM; mark it spark (tests/conftest.py)"
+        )
 
     pyspark.context.launch_gateway = refuse
     os.environ["JAVA_HOME"] = "/nonexistent/DLTRACE_NO_JVM"

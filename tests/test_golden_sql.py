@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from dltrace import rewriter
-from tests.sql_fixtures import FIXTURES
 from dltrace.datasets import REGISTRATION, ROWS_SF1, SCHEMA, TABLES
+from tests.sql_fixtures import FIXTURES
 from tpch.queries import SPJ, TPCH, load
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,7 +50,13 @@ def test_schema_is_what_tpchgen_writes():
     pq = pytest.importorskip("pyarrow.parquet")
     from dltrace.datasets import generate, table_paths
 
-    arrow_types = {"int64": "bigint", "int32": "int", "date32[day]": "date", "string": "string", "string_view": "string"}
+    arrow_types = {
+        "int64": "bigint",
+        "int32": "int",
+        "date32[day]": "date",
+        "string": "string",
+        "string_view": "string",
+    }
     paths = table_paths(generate(0.01, ROOT / "data"))
     for table in TABLES:
         columns = {f.name: arrow_types.get(str(f.type)) or str(f.type).replace("decimal128", "decimal").replace(" ", "")

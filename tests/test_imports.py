@@ -44,13 +44,16 @@ def imported_names(path: Path, name: str, known: frozenset[str] = frozenset()) -
                 target = ".".join(base + ([node.module] if node.module else []))
             else:
                 target = node.module or ""
-            found.update(f"{target}.{alias.name}" if f"{target}.{alias.name}" in known else target for alias in node.names)
+            found.update(
+                f"{target}.{alias.name}" if f"{target}.{alias.name}" in known else target for alias in node.names
+            )
     return found
 
 
 def import_graph() -> dict[str, set[str]]:
     known = modules()
-    return {name: {target for target in imported_names(path, name, frozenset(known)) if target in known and target != name}
+    return {name: {target for target in imported_names(path, name, frozenset(known))
+                   if target in known and target != name}
             for name, path in known.items()}
 
 

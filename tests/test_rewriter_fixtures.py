@@ -70,7 +70,11 @@ def rewritten(case: Case) -> list[str]:
         flag = pairs(",".join(flags.split())) if "=" in flags else {}
         saved[name] = rewriter.SavedLineage(frozenset(filter(None, tables.split(","))), "disjoint" in flags.split(),
                                             int(flag.get("shared", 0)))
-    keys = PAPER_KEYS if case.option("keys") == "paper" else {t: k.split("+") for t, k in pairs(case.option("keys")).items()}
+    keys = (
+        PAPER_KEYS
+        if case.option("keys") == "paper"
+        else {t: k.split("+") for t, k in pairs(case.option("keys")).items()}
+    )
     rows = {t: int(n) for t, n in pairs(case.option("rows")).items()}
     views = {}
     for text in case.options.get("view", []):
@@ -107,13 +111,20 @@ def test_every_rule_has_its_fixture_file():
     files = {path.stem for path in fixture_files()}
     assert modules <= files, f"rules without fixtures: {sorted(modules - files)}"
     rewriter_modules = {path.stem for path in Path(rewriter.__file__).parent.glob("*.py")}
-    assert files <= rewriter_modules, f"fixture files named after no rewriter module: {sorted(files - rewriter_modules)}"
+    assert files <= rewriter_modules, (
+        f"fixture files named after no rewriter module: {sorted(files - rewriter_modules)}"
+    )
 
 
 def write() -> None:
     for path in fixture_files():
         headers, cases = read_cases(path, OPTIONS)
-        write_cases(path, headers, cases, {index: rewritten(case) for index, case in enumerate(cases) if not case.option("wrong")})
+        write_cases(
+            path,
+            headers,
+            cases,
+            {index: rewritten(case) for index, case in enumerate(cases) if not case.option("wrong")},
+        )
         print(f"wrote {path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path}", file=sys.stderr)
 
 

@@ -74,7 +74,9 @@ def test_explain_and_summaries_read_the_shared_sets(shared):
     ids = sorted(i for rows in explained.values() for i in (r._dl_id for r in rows.collect()))
     assert ids == lineage_ids(first[DL])
     relation = shared.lineage_views("sh_explain")[0]
-    from_relation = sorted(r.base_id for r in shared.spark.sql(f"select base_id from {relation} where _row = 0").collect())
+    from_relation = sorted(
+        r.base_id for r in shared.spark.sql(f"select base_id from {relation} where _row = 0").collect()
+    )
     assert from_relation == ids
 
 

@@ -27,8 +27,8 @@ import argparse
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from dltrace import LineageSession
 from dltrace.catalog import ID_COLUMN
@@ -69,8 +69,8 @@ def timed(operations: dict[str, Callable[[], object]], repeat: int) -> dict[str,
 
 
 def main(argv: list[str] | None = None) -> int:
-    from tpch.queries import load
     from dltrace.datasets import register_tpch
+    from tpch.queries import load
 
     parser = argparse.ArgumentParser(prog="python -m tpch.impact_bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -31,7 +31,8 @@ STEPS = [
                       "from customer join orders on c_custkey = o_custkey join lineitem on l_orderkey = o_orderkey "
                       "where l_shipdate >= date '1995-01-01' group by c_custkey, c_nationkey, c_mktsegment"),
     ("bench_natrev", "select n_regionkey, n_name, c_mktsegment, sum(revenue) as revenue, count(*) as customers "
-                     "from bench_custrev join nation on c_nationkey = n_nationkey group by n_regionkey, n_name, c_mktsegment"),
+                     "from bench_custrev join nation on c_nationkey = n_nationkey "
+                     "group by n_regionkey, n_name, c_mktsegment"),
     ("bench_regrev", "select r_name, c_mktsegment, sum(revenue) as revenue, sum(customers) as customers "
                      "from bench_natrev join region on n_regionkey = r_regionkey group by r_name, c_mktsegment"),
 ]

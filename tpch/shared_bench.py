@@ -21,9 +21,9 @@ import time
 from pathlib import Path
 
 from dltrace import LineageSession
+from dltrace.datasets import REGISTRATION, TABLES, scale_label, tpchgen_executable
 from dltrace.errors import DltraceError
 from dltrace.results import DL, names_read
-from dltrace.datasets import REGISTRATION, TABLES, scale_label, tpchgen_executable
 from tpch.harness import log
 from tpch.queries import load
 
@@ -99,7 +99,9 @@ def main(argv: list[str] | None = None) -> int:
         plain = statistics.median(figures[(query, "plain")])
         for (name, kind), values in figures.items():
             if name == query:
-                print(f"| {query} | {kind} | {statistics.median(values):.2f} | {statistics.median(values) / plain:.2f} |")
+                print(
+                    f"| {query} | {kind} | {statistics.median(values):.2f} | {statistics.median(values) / plain:.2f} |"
+                )
     for query in queries:
         saved = session.store.get(f"shared_bench_{query}")
         print(f"\n{query}: {saved.rows:,} rows; each row's whole DL holds the shared set of {saved.shared_ids:,} ids "

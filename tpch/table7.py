@@ -87,7 +87,9 @@ def independent_average(session, query: str) -> float | None:
         return None
     db = connect()
     for name in session.catalog.tables:
-        db.execute(f"CREATE VIEW dl_{name} AS SELECT * FROM read_parquet('{session.catalog.data_path(name)}/*.parquet')")
+        db.execute(
+            f"CREATE VIEW dl_{name} AS SELECT * FROM read_parquet('{session.catalog.data_path(name)}/*.parquet')"
+        )
     text = contributing_ids_duckdb(shape, "dl_")
     (average,) = db.execute(f"SELECT avg(len(__ids)) FROM ({text})").fetchone()
     return float(average or 0.0)

@@ -56,7 +56,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dltrace.datasets import Registration, cached_directory, parquet_readable, progress as _progress
+from dltrace.datasets import Registration, cached_directory, parquet_readable
+from dltrace.datasets import progress as _progress
 
 TABLES = ("store_information", "item_description", "store_visits", "item_scan")
 

@@ -37,7 +37,9 @@ def explain(session, result: str, row: int) -> dict[str, object]:
         for version in saved.lineage_tables.get(table) or [None]:
             schema = session.catalog.entry(table).version_schema(version)
             frame = read_parquet(spark, session.catalog.data_path(table, version), schema)
-            data = frame if data is None else data.unionByName(frame, allowMissingColumns=True).dropDuplicates([ID_COLUMN])
+            data = (
+                frame if data is None else data.unionByName(frame, allowMissingColumns=True).dropDuplicates([ID_COLUMN])
+            )
         if len(ids) <= LITERAL_IDS:
             found = data.where(f"{ID_COLUMN} IN ({', '.join(map(str, ids.tolist()))})")
         else:

@@ -18,7 +18,13 @@ from dltrace.formatting import output_limit, row_dicts, table_footer, write_json
 from dltrace.impact.search import MODES, ImpactWarning, collect_bad_ids, matches_nothing
 from dltrace.impact.source import SOURCE_FORM, parse_source
 from dltrace.results import ResultStore
-from dltrace.summary.commands import LINEAGE_SQL, add_lineage_sql_parser, add_summary_flags, run_lineage_sql, run_summary
+from dltrace.summary.commands import (
+    LINEAGE_SQL,
+    add_lineage_sql_parser,
+    add_summary_flags,
+    run_lineage_sql,
+    run_summary,
+)
 
 COMMANDS = ("impact", "explain", "results", LINEAGE_SQL)
 OUTPUTS = ("table", "json")
@@ -98,7 +104,7 @@ def _impact(session, args: argparse.Namespace, query_text) -> int:
             collect_bad_ids(session, source)
         raise
     if not rows and reeval and matches_nothing(session, source):  # stored mode has said so already
-        warnings.warn(ImpactWarning(f"no rows match the source '{source.text}': nothing is affected"))
+        warnings.warn(ImpactWarning(f"no rows match the source '{source.text}': nothing is affected"), stacklevel=2)
     if args.format == "json":
         write_json(rows[:limit] if limit is not None else rows, sys.stdout)
         return 0

@@ -15,7 +15,9 @@ LINEAGE_SQL = "lineage-sql"
 
 def add_summary_flags(explain: argparse.ArgumentParser) -> None:
     """The ``explain`` flags that ask for patterns instead of the rows."""
-    explain.add_argument("--summary", action="store_true", help="describe the base rows by patterns instead of listing them")
+    explain.add_argument(
+        "--summary", action="store_true", help="describe the base rows by patterns instead of listing them"
+    )
     explain.add_argument("--patterns", type=int, default=DEFAULT_PATTERNS, metavar="K",
                          help=f"with --summary: at most K patterns per base table (default {DEFAULT_PATTERNS})")
     explain.add_argument("--sample", type=int, default=LINEAGE_SAMPLE, metavar="N",
