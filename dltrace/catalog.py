@@ -1,4 +1,4 @@
-"""The lineage catalog (DESIGN §3): registered tables, their codes, and Parquet with ``_dl_id``.
+"""The lineage catalog (its format: docs/formats.md): registered tables, their codes, and Parquet with ``_dl_id``.
 
 Layout of a catalog directory::
 
@@ -50,7 +50,7 @@ class TableEntry:
     format: str = "parquet"
     fingerprint: str = ""
     registered_at: float = field(default_factory=time.time)
-    # Revisions (DESIGN §3).  ``version`` numbers this table's data (``path`` ends in
+    # Revisions (docs/semantics.md, "Ids").  ``version`` numbers this table's data (``path`` ends in
     # ``-v<version>.parquet``); ``next_row`` is one past the highest row number ever given
     # out, so a revision's new ids never collide with old ones; ``changes`` counts rows
     # against the previous version; ``previous`` lists the earlier versions, oldest first,
@@ -106,10 +106,12 @@ class Catalog:
             data = json.loads(self.file.read_text())
         except (OSError, ValueError) as error:
             raise CatalogError(f"cannot read {self.file}: {error}") from None
-        check_catalog(data, self.file, FORMAT)
+        check_catalog(data, self.file, FORMAT, TableEntry)
         self.version = data.get("version", 0)
         self.retired_codes = data.get("retired_codes", [])
-        self.tables = {name: TableEntry(**_with_revision_fields(entry)) for name, entry in data.get("tables", {}).items()}
+        self.tables = {
+            name: TableEntry(**_with_revision_fields(entry)) for name, entry in data.get("tables", {}).items()
+        }
 
     def save(self) -> None:
         """Write ``catalog.json`` atomically with the version advanced by one."""
@@ -178,7 +180,9 @@ def source_fingerprint(path: Path, fmt: str, options: dict) -> str:
         if file.name.startswith((".", "_")):
             continue
         stat = file.stat()
-        digest.update(f"{file.relative_to(path) if file != path else file.name}|{stat.st_size}|{stat.st_mtime_ns}".encode())
+        digest.update(
+            f"{file.relative_to(path) if file != path else file.name}|{stat.st_size}|{stat.st_mtime_ns}".encode()
+        )
     return digest.hexdigest()[:32]
 
 
@@ -201,7 +205,7 @@ def check_header(path: str | os.PathLike, columns: list[str], header: bool | Non
     >>> check_header("n.csv", ["00", "ALGERIA", "0"], None)
     Traceback (most recent call last):
     dltrace.errors.BadInput: n.csv: the first row looks like data, not column names (00, 0): register with --no-header (columns _c0, _c1, ...), or --header to take it as names
-    """
+    """  # noqa: E501
     data_like = [c for c in columns if DATA_LIKE.match(c)]
     if header is None and data_like:
         raise BadInput(f"{path}: the first row looks like data, not column names ({', '.join(data_like[:3])}): "
@@ -238,7 +242,7 @@ def register(
     A source with no rows is a table with its schema and no ids; one without columns (an
     empty file) is refused.
 
-    Registering a revised source (DESIGN §3): with the same key as before, unchanged rows keep
+    Registering a revised source (docs/semantics.md, "Ids"): with the same key as before, unchanged rows keep
     their ids and new or changed rows get new ones, numbered in ``order_by`` order after the
     highest row number the table ever had, so an old id never names a different row.  The
     new data is a new version; the old version's Parquet stays for impact on old rows.
@@ -433,5 +437,7 @@ def with_positions(ordered, name: str, start: int = 0):
     if not offsets:
         return cached.select(*columns, F.lit(start).cast("long").alias(name)), cached, 0
     offset_map = F.create_map(*[item for p, o in offsets.items() for item in (F.lit(p), F.lit(o).cast("long"))])
-    position = F.element_at(offset_map, F.col("__part")) + (F.col("__mono") - F.shiftleft(F.col("__part").cast("long"), 33))
+    position = F.element_at(offset_map, F.col("__part")) + (
+        F.col("__mono") - F.shiftleft(F.col("__part").cast("long"), 33)
+    )
     return cached.select(*columns, position.alias(name)), cached, running - start

@@ -5,21 +5,32 @@ In JSON, ``DL`` is the sorted list of ids as integers, whatever the representati
 
 from __future__ import annotations
 
+import argparse
 import csv
 import datetime as dt
 import decimal
 import json
-from typing import IO, Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import IO
 
 import numpy as np
 
 from dltrace.bddsets import ids_from_bytes
 from dltrace.catalog import Catalog
+from dltrace.errors import BadInput
 from dltrace.ids import ROW_BITS, split_id
 
 DL = "DL"
 DL_VALUES = "DL_values"  # with LINEAGE ON: each granule id's decoded values, in DL order
 TABLE_DEFAULT_LIMIT = 50
+
+
+def output_limit(args: argparse.Namespace) -> int | None:
+    """How many rows to print: --limit, or a screenful for the table format; never negative."""
+    limit = args.limit if args.limit is not None else (TABLE_DEFAULT_LIMIT if args.format == "table" else None)
+    if limit is not None and limit < 0:
+        raise BadInput("--limit must be 0 or more")
+    return limit
 
 
 def plain_value(value):
@@ -76,7 +87,9 @@ def write_csv(records: Iterable[dict], columns: list[str], out: IO[str]) -> int:
     writer.writerow(columns)
     count = 0
     for record in records:
-        writer.writerow([json.dumps(plain_value(record[c])) if c in (DL, DL_VALUES) else plain_value(record[c]) for c in columns])
+        writer.writerow(
+            [json.dumps(plain_value(record[c])) if c in (DL, DL_VALUES) else plain_value(record[c]) for c in columns]
+        )
         count += 1
     return count
 

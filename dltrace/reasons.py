@@ -27,9 +27,9 @@ from __future__ import annotations
 import importlib
 import json
 import warnings
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from sqlglot import exp
 
@@ -191,11 +191,19 @@ def _reasons_of_call(session, query: exp.Expression, call: exp.Anonymous, udf: R
     invocation = block.copy()
     for key in ("group", "having", "order", "limit", "offset", "distinct", "qualify", "windows"):
         invocation.set(key, None)
-    sources = [t for t in invocation.find_all(exp.Table) if t.name.lower() in tables and t.find_ancestor(exp.Select) is invocation]
+    sources = [
+        t for t in invocation.find_all(exp.Table)
+        if t.name.lower() in tables and t.find_ancestor(exp.Select) is invocation
+    ]
     inputs = [arg.copy() for arg in call.expressions]
-    invocation.set("expressions", [exp.alias_(arg, f"__in{i}") for i, arg in enumerate(inputs)]
-                   + [exp.alias_(exp.column(ID_COLUMN, table=t.alias_or_name), f"{t.alias_or_name}.{ID_COLUMN}", quoted=True)
-                      for t in sources])
+    invocation.set(
+        "expressions",
+        [exp.alias_(arg, f"__in{i}") for i, arg in enumerate(inputs)]
+        + [
+            exp.alias_(exp.column(ID_COLUMN, table=t.alias_or_name), f"{t.alias_or_name}.{ID_COLUMN}", quoted=True)
+            for t in sources
+        ],
+    )
     if query.args.get("with_") is not None and invocation.args.get("with_") is None:
         invocation.set("with_", query.args["with_"].copy())  # the CTEs the block may read
     for table in invocation.find_all(exp.Table):
@@ -213,8 +221,10 @@ def _reasons_of_call(session, query: exp.Expression, call: exp.Anonymous, udf: R
     _check_shape(udf, reasoned, len(frame))
     names = [arg.sql(dialect="spark") for arg in inputs]
     ids = frame[[c for c in frame.columns if not c.startswith("__in")]]
-    rows = ids.assign(**{name: frame[f"__in{i}"] for i, name in enumerate(names)},
-                      **{VALUE: list(reasoned[VALUE]), REASON: list(reasoned[REASON])})
+    rows = ids.assign(
+        **{name: frame[f"__in{i}"] for i, name in enumerate(names)},
+        **{VALUE: list(reasoned[VALUE]), REASON: list(reasoned[REASON])},
+    )
     return Reasons(udf.name, f"{udf.name}({', '.join(names)})", names, rows, invocations=len(frame))
 
 
@@ -222,7 +232,12 @@ def _check_shape(udf: ReasonUdf, reasoned, rows: int) -> None:
     import pandas as pd
 
     if not isinstance(reasoned, pd.DataFrame) or not {VALUE, REASON} <= set(reasoned.columns) or len(reasoned) != rows:
-        got = f"a DataFrame of {len(reasoned)} rows and columns {list(reasoned.columns)}" \
-            if isinstance(reasoned, pd.DataFrame) else type(reasoned).__name__
-        raise BadInput(f"the reasoning mode of UDF {udf.name} must return a pandas DataFrame with columns "
-                       f"{VALUE!r} and {REASON!r}, one row per input row ({rows}); it returned {got}")
+        got = (
+            f"a DataFrame of {len(reasoned)} rows and columns {list(reasoned.columns)}"
+            if isinstance(reasoned, pd.DataFrame)
+            else type(reasoned).__name__
+        )
+        raise BadInput(
+            f"the reasoning mode of UDF {udf.name} must return a pandas DataFrame with columns "
+            f"{VALUE!r} and {REASON!r}, one row per input row ({rows}); it returned {got}"
+        )

@@ -24,8 +24,8 @@ import re
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 PID = re.compile(r"-p?(\d+)-")  # the writer's pid in a temporary name
 STAMP_PID = re.compile(r"-p(\d+)$")

@@ -1,4 +1,5 @@
-"""Saved results (DESIGN §7): a query's rows with their lineage, kept for impact and explain.
+"""Saved results: a query's rows with their lineage, kept for impact and explain (the format:
+docs/formats.md, "Saved results").
 
 Layout inside the catalog directory::
 
@@ -17,7 +18,8 @@ Parquet reader recovers a row's ids with plain SQL: ``unnest(DL)``, union the ``
 so ``explain --row N`` names a row for good.  The forward index is SMOKE's forward rid index
 (id -> output rows) as a table: sorted by id in small row groups, a lookup of a few ids reads
 a few row groups instead of every row's DL.  It is built at save time when the saved rows
-are many and large enough for it to pay (``INDEX_MIN_ROWS``, ``INDEX_MIN_BYTES``), on request, or later (``build_index``).
+are many and large enough for it to pay (``INDEX_MIN_ROWS``, ``INDEX_MIN_BYTES``), on
+request, or later (``build_index``).
 
 A save writes a fresh ``<stamp>`` directory, then replaces ``result.json`` atomically, then
 deletes the data it replaced: a reader sees the old result or the new one, never a mix, and
@@ -40,9 +42,9 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 from sqlglot import exp
 
@@ -149,7 +151,7 @@ class ResultStore:
             data = json.loads(file.read_text())
         except (OSError, ValueError) as error:
             raise CatalogError(f"cannot read {file}: {error}") from None
-        check_result(data, file, FORMAT)
+        check_result(data, file, FORMAT, SavedResult)
         return SavedResult(**data)
 
     def path(self, relative: str) -> Path:
@@ -175,7 +177,11 @@ class ResultStore:
             raise BadInput(f"result {result.name} has rows 0..{result.rows - 1}, not {row}")
         wanted = [DL] + ([SHARED_REFS] if result.shared else [])
         found = self.rows(spark, result).where(F.col(ROW) == row).select(*wanted).toArrow()
-        parts = [found.column(DL)[0].values.to_numpy(zero_copy_only=False)] if found.num_rows and found.column(DL)[0].is_valid else []
+        parts = (
+            [found.column(DL)[0].values.to_numpy(zero_copy_only=False)]
+            if found.num_rows and found.column(DL)[0].is_valid
+            else []
+        )
         if result.shared and found.num_rows:
             named = found.column(SHARED_REFS)[0].as_py() or []
             if named:
@@ -235,7 +241,9 @@ class ResultStore:
             raise BadInput(f"the result has a column named {ROW}, which saved results use for row numbers: rename it")
         repeated = sorted({c for c in columns if lowered.count(c.lower()) > 1})
         if repeated:
-            raise BadInput(f"the result has more than one column named {', '.join(repeated)}: give its columns distinct aliases")
+            raise BadInput(
+                f"the result has more than one column named {', '.join(repeated)}: give its columns distinct aliases"
+            )
         frame = frame.withColumn(DL, lineage_ids(frame))
         lineage_columns = [DL]
         if shared_sets:
@@ -244,7 +252,8 @@ class ResultStore:
             frame = frame.withColumn(SHARED_REFS, F.array(*map(F.lit, range(len(shared_sets)))).cast("array<int>"))
             lineage_columns.append(SHARED_REFS)
         home = self.directory / name
-        stamp = f"{time.strftime('%Y%m%dT%H%M%S')}-{time.time_ns() % 1_000_000_000:09d}-p{os.getpid()}"  # pid: dltrace.recovery
+        # the pid is for dltrace.recovery
+        stamp = f"{time.strftime('%Y%m%dT%H%M%S')}-{time.time_ns() % 1_000_000_000:09d}-p{os.getpid()}"
         data_dir = home / stamp
         data_dir.mkdir(parents=True)
         try:
@@ -258,7 +267,9 @@ class ResultStore:
             if index is None:
                 index = rows >= INDEX_MIN_ROWS and directory_bytes(data_dir / "rows.parquet") >= INDEX_MIN_BYTES
             if index:
-                write_index(read_parquet(frame.sparkSession, data_dir / "rows.parquet", schema), data_dir / "index.parquet")
+                write_index(
+                    read_parquet(frame.sparkSession, data_dir / "rows.parquet", schema), data_dir / "index.parquet"
+                )
             shared_ids = write_shared_sets(shared_sets, data_dir / "shared.parquet") if shared_sets else 0
         except BaseException:
             shutil.rmtree(data_dir, ignore_errors=True)

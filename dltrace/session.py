@@ -1,4 +1,4 @@
-"""``LineageSession``: the Python API (DESIGN §4) over a catalog and one Spark session."""
+"""``LineageSession``: the Python API (docs/architecture.md) over a catalog and one Spark session."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import NamedTuple
 
 from dltrace import granularity, rewriter
-from dltrace.rewriter.base_table import tagged_row_ids
-from dltrace.rewriter.saved_result import LINEAGE_COLUMN, shared_view
 from dltrace.catalog import NAME_PATTERN, Catalog, TableEntry, quoted, register
-from dltrace.errors import BadInput, DltraceError
+from dltrace.errors import BadInput, spark_error
 from dltrace.plain import plain_sql, with_spark_names
 from dltrace.results import DL, ResultStore, SavedResult, names_read, read_parquet
+from dltrace.rewriter.base_table import tagged_row_ids
+from dltrace.rewriter.saved_result import LINEAGE_COLUMN, shared_view
 from dltrace.spark import get_spark
 from dltrace.views import ViewStore, inline
 
@@ -24,16 +24,6 @@ _VIEW_PATHS: dict[tuple[int, str], str] = {}  # (Spark session, view name) -> th
 def catalog_dir(catalog: str | os.PathLike | None) -> Path:
     """``catalog``, else ``$DLTRACE_CATALOG``, else ``./.dltrace``."""
     return Path(catalog or os.environ.get("DLTRACE_CATALOG") or DEFAULT_CATALOG)
-
-
-def spark_error(error: Exception) -> DltraceError:
-    """A Spark exception as one line: analysis errors are the user's, others are failures."""
-    from pyspark.errors import AnalysisException
-
-    text = (getattr(error, "getMessage", None) or (lambda: str(error)))()
-    first = next((line.strip() for line in str(text).splitlines() if line.strip()), type(error).__name__)
-    cls = BadInput if isinstance(error, AnalysisException) else DltraceError
-    return cls(f"Spark: {first}")
 
 
 def check_savable(lineage_on: granularity.LineageOnArgument) -> None:
@@ -208,7 +198,9 @@ class LineageSession:
         if lineage_on is not None:
             return granularity.granular_sql(self, self.traceable_on_values(query) if lineage_on else query,
                                             lineage_on, semantics, repr)
-        return self.lineage_expression(query, semantics, repr, tagged_row_ids if tag_instances else None).sql(dialect="spark")
+        return self.lineage_expression(query, semantics, repr, tagged_row_ids if tag_instances else None).sql(
+            dialect="spark"
+        )
 
     def traceable_on_values(self, query: str) -> str:
         """``query`` for ``LINEAGE ON``: granules are values of base rows, so the saved results
@@ -245,8 +237,8 @@ class LineageSession:
                 raise BadInput(f"saved result {result.name} holds {result.semantics} lineage and this query asks for "
                                f"{semantics}: run it with --semantics {result.semantics} or save {result.name} again")
         return rewriter.rewrite(
-            rewriter.parse(expanded_text), self.schemas(saved), {name: entry.code for name, entry in tables.items()}, repr, semantics,
-            id_source, ids_ordered_by_table,
+            rewriter.parse(expanded_text), self.schemas(saved), {name: entry.code for name, entry in tables.items()},
+            repr, semantics, id_source, ids_ordered_by_table,
             table_rows={**{n: e.rows for n, e in tables.items()}, **{n: r.rows for n, r in saved.items()}},
             table_keys={n: e.key or [] for n, e in tables.items()},
             saved={n: rewriter.SavedLineage(frozenset(r.lineage_tables) & frozenset(tables), r.disjoint, r.shared_sets)
@@ -319,7 +311,13 @@ class LineageSession:
         except PySparkException as error:
             raise spark_error(error) from None
 
-    def script(self, query: str, semantics: str = "control", repr: str = "set", lineage_on: granularity.LineageOnArgument = None) -> str:
+    def script(
+        self,
+        query: str,
+        semantics: str = "control",
+        repr: str = "set",
+        lineage_on: granularity.LineageOnArgument = None,
+    ) -> str:
         """A self-contained script for ``spark-sql -f``: views over the Parquet, then the query."""
         if repr != "set":
             raise BadInput("spark-sql scripts use --repr set (the roBDD functions live in Python)")
@@ -339,11 +337,15 @@ class LineageSession:
                              f"SELECT {columns}, array_compact({DL}) AS {LINEAGE_COLUMN} FROM parquet.`{path}`;")
                 if result.shared:
                     shared = str(self.store.path(result.shared)).replace("`", "``")
-                    lines.append(f"CREATE OR REPLACE TEMPORARY VIEW {shared_view(name)} AS SELECT * FROM parquet.`{shared}`;")
+                    lines.append(
+                        f"CREATE OR REPLACE TEMPORARY VIEW {shared_view(name)} AS SELECT * FROM parquet.`{shared}`;"
+                    )
         lines.append(text + ";")
         return "\n".join(lines) + "\n"
 
-    def decode_granules(self, ids: list[int], query: str, lineage_on: granularity.LineageOnArgument = None) -> list[dict]:
+    def decode_granules(
+        self, ids: list[int], query: str, lineage_on: granularity.LineageOnArgument = None
+    ) -> list[dict]:
         """The L values of each granule id of ``query``'s ``LINEAGE ON`` result, in order:
         ``[{"YEAR(l_shipdate)": 1995, "l_shipmode": "MAIL"}, ...]`` (dictionaries cached)."""
         return granularity.GranuleDecoder(self, query, lineage_on).decode(ids)
@@ -364,7 +366,7 @@ class LineageSession:
             rows[table] = [row.asDict() for row in frame.collect()]
         return rows
 
-    # Saved results, impact and explain (DESIGN §7): dltrace/results.py, dltrace/impact/.
+    # Saved results, impact and explain (docs/architecture.md, docs/formats.md): dltrace/results.py, dltrace/impact/.
 
     def save(self, frame, name: str, query: str | None = None, semantics: str | None = None,
              repr: str | None = None, index: bool | None = None):

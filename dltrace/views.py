@@ -14,15 +14,15 @@ CTE, down to the base tables, which is what a pipeline of saved steps must equal
 >>> views = {"ca": "SELECT s_id FROM store WHERE state = 'CA'", "ca_sales": "SELECT * FROM sales JOIN ca USING (s_id)"}
 >>> print(inline(parse("SELECT count(*) FROM ca_sales"), views.get).sql("spark"))
 WITH ca AS (SELECT s_id FROM store WHERE state = 'CA'), ca_sales AS (SELECT * FROM sales JOIN ca USING (s_id)) SELECT COUNT(*) FROM ca_sales
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable
 
 from sqlglot import exp
 

@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-
 import pytest
 
 from tpch import baselines

@@ -20,7 +20,9 @@ from dltrace.results import DL
 from tests.test_cli import cli, one_line
 from tpch.duck import connect
 
-COUNTS = "select approve(income, debt, amount) as decision, count(*) as applicants from applicants group by 1 order by 1"
+COUNTS = (
+    "select approve(income, debt, amount) as decision, count(*) as applicants from applicants group by 1 order by 1"
+)
 
 
 @pytest.fixture(scope="module")
@@ -38,9 +40,14 @@ def lineage_rows(session: LineageSession, result: str, row: int) -> pd.DataFrame
     """DuckDB: the applicants in the row's DL, read from the catalog's Parquet."""
     ids = session.result(result).where(f"_row = {row}").first()[DL]
     path = session.catalog.data_path("applicants")
-    return connect().execute(
-        f"SELECT _dl_id, income, debt, amount FROM read_parquet('{path}/*.parquet') "
-        f"WHERE _dl_id IN ({', '.join(map(str, ids))}) ORDER BY _dl_id").df()
+    return (
+        connect()
+        .execute(
+            f"SELECT _dl_id, income, debt, amount FROM read_parquet('{path}/*.parquet') "
+            f"WHERE _dl_id IN ({', '.join(map(str, ids))}) ORDER BY _dl_id"
+        )
+        .df()
+    )
 
 
 @pytest.mark.parametrize("row", [0, 1])
@@ -69,17 +76,24 @@ def test_reasons_rerun_the_udf_on_the_lineage_only(spark, tmp_path):
     session = LineageSession(tmp_path / "catalog", spark=spark)
     session.register("applicants", loans.generate(tmp_path / "data"), key=["applicant_id"], order_by=["applicant_id"])
     session.register_udf("approve_counted", loans.approve, reasons=counted_reasons)
-    session.save(session.sql("select approve_counted(income, debt, amount) as decision, count(*) as n "
-                             "from applicants where income > 60000 group by 1 order by 1"), "rich")
+    session.save(
+        session.sql(
+            "select approve_counted(income, debt, amount) as decision, count(*) as n "
+            "from applicants where income > 60000 group by 1 order by 1"
+        ),
+        "rich",
+    )
     (found,) = session.explain_reasons("rich", 0)
     lineage = len(session.result("rich").where("_row = 0").first()[DL])
     assert sum(calls) == found.invocations == lineage < loans.APPLICANTS
 
 
 def test_reasons_through_a_saved_pipeline_step(lending):
-    lending.run_script("create or replace table scored as "
-                       "select applicant_id, approve(income, debt, amount) as decision from applicants;\n"
-                       "create or replace table scored_counts as select decision, count(*) as n from scored group by decision")
+    lending.run_script(
+        "create or replace table scored as "
+        "select applicant_id, approve(income, debt, amount) as decision from applicants;\n"
+        "create or replace table scored_counts as select decision, count(*) as n from scored group by decision"
+    )
     row = next(r._row for r in lending.result("scored_counts").collect() if r.decision == "Reject")
     (found,) = lending.explain_reasons("scored_counts", row)
     assert found.rows["applicants._dl_id"].tolist() == lineage_rows(lending, "scored_counts", row)["_dl_id"].tolist()
@@ -88,8 +102,9 @@ def test_reasons_through_a_saved_pipeline_step(lending):
 
 def test_explain_reasons_on_the_command_line(capsys, lending):
     catalog = str(lending.catalog.directory)
-    code, out, err = cli(capsys, "explain", "--result", "decisions", "--row", "1", "--reasons", "--catalog", catalog,
-                         "--limit", "2")
+    code, out, err = cli(
+        capsys, "explain", "--result", "decisions", "--row", "1", "--reasons", "--catalog", catalog, "--limit", "2"
+    )
     assert code == 0, err
     assert "reasons of approve(applicants.income, applicants.debt, applicants.amount):" in out
     assert "invocations, on the rows of row 1's lineage, re-run in reasoning mode" in out
@@ -98,7 +113,8 @@ def test_explain_reasons_on_the_command_line(capsys, lending):
 @pytest.fixture()
 def bad_udfs(tmp_path, monkeypatch):
     """A module of UDFs with a missing, a misshapen and a failing reasoning mode."""
-    (tmp_path / "bad_reason_udfs.py").write_text(textwrap.dedent("""
+    (tmp_path / "bad_reason_udfs.py").write_text(
+        textwrap.dedent("""
         import pandas as pd
 
         def score(x):
@@ -109,24 +125,37 @@ def bad_udfs(tmp_path, monkeypatch):
 
         def fails(x):
             raise ValueError("model file is corrupt")
-    """))
+    """)
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     yield "bad_reason_udfs"
     sys.modules.pop("bad_reason_udfs", None)
 
 
-@pytest.mark.parametrize("reasons, code, message", [
-    (None, 2, "UDF scorer has no reasoning mode: register it with reasons="),
-    ("wrong_shape", 2, "the reasoning mode of UDF scorer must return a pandas DataFrame with columns 'value' and 'reason'"),
-    ("fails", 1, "the reasoning mode of UDF scorer failed: ValueError: model file is corrupt"),
-])
+@pytest.mark.parametrize(
+    "reasons, code, message",
+    [
+        (None, 2, "UDF scorer has no reasoning mode: register it with reasons="),
+        (
+            "wrong_shape",
+            2,
+            "the reasoning mode of UDF scorer must return a pandas DataFrame with columns 'value' and 'reason'",
+        ),
+        ("fails", 1, "the reasoning mode of UDF scorer failed: ValueError: model file is corrupt"),
+    ],
+)
 def test_bad_reasoning_modes_are_one_line(capsys, spark, tmp_path, bad_udfs, reasons, code, message):
     session = LineageSession(tmp_path / "catalog", spark=spark)
-    session.register("applicants", loans.generate(tmp_path / "data", rows=50), key=["applicant_id"], order_by=["applicant_id"])
-    session.register_udf("scorer", f"{bad_udfs}:score", reasons=f"{bad_udfs}:{reasons}" if reasons else None, returns="double")
+    session.register(
+        "applicants", loans.generate(tmp_path / "data", rows=50), key=["applicant_id"], order_by=["applicant_id"]
+    )
+    session.register_udf(
+        "scorer", f"{bad_udfs}:score", reasons=f"{bad_udfs}:{reasons}" if reasons else None, returns="double"
+    )
     session.save(session.sql("select sum(scorer(income)) as total from applicants"), "totals")
-    status, out, err = cli(capsys, "explain", "--result", "totals", "--row", "0", "--reasons",
-                           "--catalog", str(tmp_path / "catalog"))
+    status, out, err = cli(
+        capsys, "explain", "--result", "totals", "--row", "0", "--reasons", "--catalog", str(tmp_path / "catalog")
+    )
     assert status == code and message in one_line(err)
     with pytest.raises(BadInput if code == 2 else DltraceError, match="scorer"):
         session.explain_reasons("totals", 0)

@@ -74,7 +74,9 @@ def test_explain_and_summaries_read_the_shared_sets(shared):
     ids = sorted(i for rows in explained.values() for i in (r._dl_id for r in rows.collect()))
     assert ids == lineage_ids(first[DL])
     relation = shared.lineage_views("sh_explain")[0]
-    from_relation = sorted(r.base_id for r in shared.spark.sql(f"select base_id from {relation} where _row = 0").collect())
+    from_relation = sorted(
+        r.base_id for r in shared.spark.sql(f"select base_id from {relation} where _row = 0").collect()
+    )
     assert from_relation == ids
 
 
@@ -155,7 +157,8 @@ def test_results_saved_before_shared_sets_still_load(shared):
     metadata.write_text(json.dumps({**record, "format": 2}))
     old = shared.store.get("sh_format2")
     assert old.format == 2 and old.shared is None and old.rows == saved.rows
-    assert whole_dls(shared.result("sh_format2").collect()) == whole_dls(shared.store.rows(shared.spark, saved).collect())
+    stored = shared.store.rows(shared.spark, saved).collect()
+    assert whole_dls(shared.result("sh_format2").collect()) == whole_dls(stored)
     hits = shared.impact("nation WHERE n_nationkey = 0", result="sh_format2").collect()
     assert len(hits) == 1 and len(hits[0][DL]) == 1
     assert sum(rows.count() for rows in shared.explain("sh_format2", 0).values()) == 5  # five nations a region

@@ -1,4 +1,4 @@
-"""Impact benchmark (DESIGN §9): one bad lineitem row against TPC-H Q3, in one warm session.
+"""Impact benchmark (targets: docs/targets.md): one bad lineitem row against TPC-H Q3, in one warm session.
 
     python -m tpch.impact_bench --sf 1 [--repeat 5] [--large] [--catalog DIR]
 
@@ -27,8 +27,8 @@ import argparse
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from dltrace import LineageSession
 from dltrace.catalog import ID_COLUMN
@@ -69,8 +69,8 @@ def timed(operations: dict[str, Callable[[], object]], repeat: int) -> dict[str,
 
 
 def main(argv: list[str] | None = None) -> int:
+    from dltrace.datasets import register_tpch
     from tpch.queries import load
-    from tpch.register import register_tpch
 
     parser = argparse.ArgumentParser(prog="python -m tpch.impact_bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)

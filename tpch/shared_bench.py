@@ -21,9 +21,9 @@ import time
 from pathlib import Path
 
 from dltrace import LineageSession
+from dltrace.datasets import REGISTRATION, TABLES, scale_label, tpchgen_executable
 from dltrace.errors import DltraceError
 from dltrace.results import DL, names_read
-from tpch.data import REGISTRATION, TABLES, _tpchgen_executable, scale_label
 from tpch.harness import log
 from tpch.queries import load
 
@@ -36,7 +36,7 @@ def generate_tables(sf: float, tables: list[str], directory: Path) -> dict[str, 
     if missing:
         log(f"generating {', '.join(missing)} at SF {scale_label(sf)}")
         staging = directory / ".staging"
-        subprocess.run([str(_tpchgen_executable()), "parquet", "--scale-factor", scale_label(sf), "--tables",
+        subprocess.run([str(tpchgen_executable()), "parquet", "--scale-factor", scale_label(sf), "--tables",
                         ",".join(missing), "--output-dir", str(staging), "--no-progress", "--quiet"], check=True)
         for table in missing:
             (staging / f"{table}.parquet").rename(directory / f"{table}.parquet")
@@ -92,12 +92,16 @@ def main(argv: list[str] | None = None) -> int:
                         measured["spelled out, saved"] = timed(lambda: session.store.save(
                             frame, f"shared_bench_{query}_spelled", text, "control", "set"))
                     except Exception as error:  # noqa: BLE001 - the old format's failure is a figure too
-                        failed[query] = "out of memory" if "OutOfMemoryError" in str(error) else str(error).splitlines()[0]
+                        failed[query] = (
+                            "out of memory" if "OutOfMemoryError" in str(error) else str(error).splitlines()[0]
+                        )
                         log(f"{query}: saving every row's whole DL failed: {failed[query]}")
                 saved = session.store.get(f"shared_bench_{query}")
-                log(f"round {round_number}/{args.repeat}{' (warm-up)' if not round_number else ''} {query}: "
+                log(
+                    f"round {round_number}/{args.repeat}{' (warm-up)' if not round_number else ''} {query}: "
                     + ", ".join(f"{k} {v:.1f} s" for k, v in measured.items())
-                    + f" ({saved.rows} rows, shared set of {saved.shared_ids:,} ids)")
+                    + f" ({saved.rows} rows, shared set of {saved.shared_ids:,} ids)"
+                )
                 if round_number:
                     for kind, seconds in measured.items():
                         figures.setdefault((query, kind), []).append(seconds)
@@ -111,13 +115,17 @@ def main(argv: list[str] | None = None) -> int:
         plain = statistics.median(figures[(query, "plain")])
         for (name, kind), values in figures.items():
             if name == query:
-                print(f"| {query} | {kind} | {statistics.median(values):.2f} | {statistics.median(values) / plain:.2f} |")
+                print(
+                    f"| {query} | {kind} | {statistics.median(values):.2f} | {statistics.median(values) / plain:.2f} |"
+                )
     for query, why in failed.items():
         print(f"| {query} | spelled out, saved | failed: {why} | |")
     for query in queries:
         saved = session.store.get(f"shared_bench_{query}")
-        print(f"\n{query}: {saved.rows:,} rows; each row's whole DL holds the shared set of {saved.shared_ids:,} ids "
-              f"({saved.rows * saved.shared_ids:,} ids spelled out); column {DL} keeps the rows' own ids")
+        print(
+            f"\n{query}: {saved.rows:,} rows; each row's whole DL holds the shared set of {saved.shared_ids:,} ids "
+            f"({saved.rows * saved.shared_ids:,} ids spelled out); column {DL} keeps the rows' own ids"
+        )
     return 0
 
 

@@ -1,4 +1,4 @@
-"""Backward explain (DESIGN §7): the base rows behind one row of a saved result.
+"""Backward explain (docs/architecture.md, "Impact and explain"): the base rows behind one row of a saved result.
 
 The row's DL already names them; explain only fetches them, from the data version each
 table had when the result was saved (a revision keeps old versions, and the DL holds their
@@ -37,7 +37,9 @@ def explain(session, result: str, row: int) -> dict[str, object]:
         for version in saved.lineage_tables.get(table) or [None]:
             schema = session.catalog.entry(table).version_schema(version)
             frame = read_parquet(spark, session.catalog.data_path(table, version), schema)
-            data = frame if data is None else data.unionByName(frame, allowMissingColumns=True).dropDuplicates([ID_COLUMN])
+            data = (
+                frame if data is None else data.unionByName(frame, allowMissingColumns=True).dropDuplicates([ID_COLUMN])
+            )
         if len(ids) <= LITERAL_IDS:
             found = data.where(f"{ID_COLUMN} IN ({', '.join(map(str, ids.tolist()))})")
         else:

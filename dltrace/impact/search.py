@@ -1,4 +1,4 @@
-"""Forward impact (DESIGN §7): which output rows did some bad source rows affect?
+"""Forward impact (docs/architecture.md, "Impact and explain"): which output rows did some bad source rows affect?
 
 Both modes answer with the affected output rows, their columns, and ``DL`` narrowed to the
 bad ids each one derives from, so their answers can be compared row for row:
@@ -24,11 +24,20 @@ import numpy as np
 from sqlglot import exp
 
 from dltrace.catalog import ID_COLUMN
-from dltrace.errors import BadInput
+from dltrace.errors import BadInput, spark_error
 from dltrace.impact.key_index import rows_to_search
 from dltrace.impact.source import Source, parse_source
-from dltrace.results import DL, INDEX_ID, ROW, SHARED_ID, SHARED_REFS, SHARED_SET, ResultStore, SavedResult, read_parquet
-from dltrace.session import spark_error
+from dltrace.results import (
+    DL,
+    INDEX_ID,
+    ROW,
+    SHARED_ID,
+    SHARED_REFS,
+    SHARED_SET,
+    ResultStore,
+    SavedResult,
+    read_parquet,
+)
 
 MODES = ("stored", "reeval")
 LITERAL_IDS = 1000  # bad ids inlined as a literal; beyond, a broadcast join
@@ -63,7 +72,9 @@ def impact(session, source: str, result: str | None = None, query: str | None = 
         warn_if_stale(session, saved, bad, mode)
     if mode == "stored":
         if saved is None:
-            raise BadInput("--mode stored searches a saved result: give --result NAME, or use --mode reeval with --query")
+            raise BadInput(
+                "--mode stored searches a saved result: give --result NAME, or use --mode reeval with --query"
+            )
         return stored_impact(session, bad, saved, use_index)
     if saved is not None:
         query, semantics = saved.query, saved.semantics
@@ -98,7 +109,9 @@ def bad_rows(session, source: Source):
     view = "__dl_source_" + hashlib.sha256(str(path).encode()).hexdigest()[:12]
     read_parquet(session.spark, path, schema).createOrReplaceTempView(view)
     try:
-        return session.run(f"SELECT {ID_COLUMN} FROM {view} AS {source.table} WHERE {source.predicate.sql(dialect='spark')}")
+        return session.run(
+            f"SELECT {ID_COLUMN} FROM {view} AS {source.table} WHERE {source.predicate.sql(dialect='spark')}"
+        )
     except BadInput as error:
         raise BadInput(f"--source {source.text}: {error}") from None
 
@@ -157,7 +170,9 @@ def search_result(session, store: ResultStore, saved: SavedResult, ids: np.ndarr
         if len(hit_rows) <= LITERAL_ROWS:
             candidates = rows.where(f"{ROW} IN ({_numbers(hit_rows)})")
     literal = f"array({_numbers(ids)})"
-    hits = candidates.where(F.expr(f"arrays_overlap({DL}, {literal})")).withColumn(DL, F.expr(f"array_intersect({DL}, {literal})"))
+    hits = candidates.where(F.expr(f"arrays_overlap({DL}, {literal})")).withColumn(
+        DL, F.expr(f"array_intersect({DL}, {literal})")
+    )
     # few rows: sorted in one partition, in the job that finds them (a global sort would
     # sample its input in a job of its own, a repartition add a shuffle stage)
     return hits.drop(SHARED_REFS).coalesce(1).sortWithinPartitions(ROW)
@@ -185,7 +200,11 @@ def _shared_hits(spark, store: ResultStore, saved: SavedResult, ids: np.ndarray)
     else:
         found = sets.join(_bad_frame(spark, ids).withColumnRenamed(INDEX_ID, SHARED_ID), SHARED_ID, "left_semi")
     table = found.toArrow()
-    return spark.createDataFrame(pa.table({SHARED_SET: table.column(SHARED_SET), INDEX_ID: table.column(SHARED_ID)})) if table.num_rows else None
+    return (
+        spark.createDataFrame(pa.table({SHARED_SET: table.column(SHARED_SET), INDEX_ID: table.column(SHARED_ID)}))
+        if table.num_rows
+        else None
+    )
 
 
 def _joined_impact(spark, rows, index, ids: np.ndarray, shared_hits=None):

@@ -7,7 +7,7 @@ rule always finds the lineage of its inputs already computed.
 >>> print(rewrite_sql("SELECT d.s_name, i.i_name FROM store d, item i, sales s "
 ...                   "WHERE d.s_id = s.s_id AND i.i_id = s.i_id AND i.category = 'stationery'", PAPER_SCHEMA))
 SELECT d.s_name AS s_name, i.i_name AS i_name, ARRAY(d._dl_id, i._dl_id, s._dl_id) AS DL FROM store AS d INNER JOIN item AS i INNER JOIN sales AS s WHERE d.s_id = s.s_id AND i.i_id = s.i_id AND i.category = 'stationery'
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 
@@ -56,7 +56,19 @@ PAPER_SCHEMA = {
 }
 PAPER_CODES = {"store": 1, "item": 2, "sales": 3}
 
-__all__ = ["DISJOINT_ROWS", "DL", "SHARED", "SharedLineage", "IdSource", "SavedLineage", "rewrite", "rewrite_sql", "parse", "PAPER_SCHEMA", "PAPER_CODES"]
+__all__ = [
+    "DISJOINT_ROWS",
+    "DL",
+    "SHARED",
+    "SharedLineage",
+    "IdSource",
+    "SavedLineage",
+    "rewrite",
+    "rewrite_sql",
+    "parse",
+    "PAPER_SCHEMA",
+    "PAPER_CODES",
+]
 
 
 def rewrite(
@@ -90,7 +102,8 @@ def rewrite(
     expression = qualify_against_catalog(expression, schemas)
     with_ = expression.args.get("with_")
     context.global_names = (frozenset(codes) | frozenset(context.saved)
-                            | frozenset(shared_view(name) for name, lineage in context.saved.items() if lineage.shared_sets)
+                            | frozenset(shared_view(name) for name, lineage in context.saved.items()
+                                        if lineage.shared_sets)
                             | frozenset(c.alias_or_name.lower() for c in (with_.expressions if with_ else [])))
     for rule in PREPARE:
         expression = rule(expression, context)
@@ -116,5 +129,9 @@ def rewrite_sql(
     saved: dict[str, SavedLineage] | None = None,
 ) -> str:
     """Spark SQL in, lineage Spark SQL out (``saved``: saved results read like tables)."""
-    codes = codes if codes is not None else (PAPER_CODES if schemas is PAPER_SCHEMA else {n: i + 1 for i, n in enumerate(sorted(schemas))})
+    codes = (
+        codes
+        if codes is not None
+        else (PAPER_CODES if schemas is PAPER_SCHEMA else {n: i + 1 for i, n in enumerate(sorted(schemas))})
+    )
     return rewrite(parse(sql), schemas, codes, representation, semantics, saved=saved).sql(dialect="spark")

@@ -8,7 +8,7 @@ aggregation, so it sits in the same SELECT as SUM, COUNT and the rest; a ``colle
 >>> from dltrace.rewriter import rewrite_sql, PAPER_SCHEMA
 >>> print(rewrite_sql("SELECT s_id, SUM(num) AS n FROM sales GROUP BY s_id", PAPER_SCHEMA))
 SELECT sales.s_id AS s_id, SUM(sales.num) AS n, SORT_ARRAY(COLLECT_LIST(sales._dl_id)) AS DL FROM sales AS sales GROUP BY sales.s_id
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 

@@ -59,7 +59,9 @@ def _pins_all(start: str, sources: dict, keys: dict[str, list[set[str]]], bindin
     while changed:
         changed = False
         for alias in sources.keys() - known:
-            bound = {c.name.lower() for c, other in bindings if c.table == alias and (other is None or other.table in known)}
+            bound = {
+                c.name.lower() for c, other in bindings if c.table == alias and (other is None or other.table in known)
+            }
             if any(key <= bound for key in keys.get(alias, [])):
                 known.add(alias)
                 changed = True

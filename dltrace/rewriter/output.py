@@ -21,12 +21,12 @@ its own, computed once.  That is what a saved result stores (README, "Shared lin
 SELECT sales.s_id AS s_id, ARRAY(sales._dl_id) AS DL FROM sales AS sales WHERE sales.price > (SELECT AVG(sales.price) AS _col_0 FROM sales AS sales)
 >>> print(shared.sets[0].sql(dialect="spark"))
 SELECT SORT_ARRAY(COLLECT_LIST(sales._dl_id)) AS __dl FROM sales AS sales
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from sqlglot import exp
 
@@ -71,7 +71,9 @@ def output(expression: exp.Expression, context: RewriteContext) -> exp.Expressio
                 standalone.set("with_", with_.copy())
             sets.append(standalone)
         own = lambda term: not is_symbolic(term, context)  # noqa: E731
-        split = SharedLineage(_with_dl(expression.copy(), context, own), tuple(sets), all(t.unique for t in terms if own(t)))
+        split = SharedLineage(
+            _with_dl(expression.copy(), context, own), tuple(sets), all(t.unique for t in terms if own(t))
+        )
     expression = _with_dl(expression, context, lambda term: True)
     expression.meta[DISJOINT_ROWS] = all(term.unique for term in terms)
     if split is not None:
@@ -89,7 +91,9 @@ def _with_dl(expression: exp.Expression, context: RewriteContext, keep: Callable
 
 
 def _dl(terms, context: RewriteContext, keep: Callable[[Term], bool]) -> exp.Expression:
-    return context.representation.output(tuple(t for t in terms if keep(t)), context.codes, context.ids_ordered_by_table)
+    return context.representation.output(
+        tuple(t for t in terms if keep(t)), context.codes, context.ids_ordered_by_table
+    )
 
 
 def _after_having(query: exp.Select, context: RewriteContext, keep: Callable[[Term], bool]) -> exp.Select:

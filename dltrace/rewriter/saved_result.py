@@ -27,7 +27,7 @@ A result whose rows share lineage (``shared_sets``: it was stored once, see
 >>> print(rewrite_sql("SELECT n, count(*) AS cities FROM by_city GROUP BY n", schema, {"store": 1, "item": 2, "sales": 3},
 ...                   saved={"by_city": SavedLineage(frozenset({"store", "sales"}), shared_sets=1)}))
 SELECT by_city.n AS n, COUNT(*) AS cities, SORT_ARRAY(ARRAY_DISTINCT(CONCAT(ARRAY_DISTINCT(FLATTEN(COLLECT_LIST(by_city._dl_lineage))), (SELECT SORT_ARRAY(COLLECT_LIST(id)) AS __dl FROM __dl_shared_by_city)))) AS DL FROM by_city AS by_city GROUP BY by_city.n
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 

@@ -19,7 +19,17 @@ from __future__ import annotations
 from dltrace.catalog import ID_COLUMN
 from dltrace.errors import BadInput
 from dltrace.ids import ROW_BITS
-from dltrace.results import DL, ROW, SHARED_ID, SHARED_REFS, SHARED_SCHEMA, SHARED_SET, ResultStore, SavedResult, read_parquet
+from dltrace.results import (
+    DL,
+    ROW,
+    SHARED_ID,
+    SHARED_REFS,
+    SHARED_SCHEMA,
+    SHARED_SET,
+    ResultStore,
+    SavedResult,
+    read_parquet,
+)
 from dltrace.summary.patterns import quote
 from dltrace.summary.stored import require_lineage
 
@@ -49,7 +59,11 @@ def _sources(session, saved: SavedResult) -> dict[str, tuple[str, str, dict | No
     for table, version in sorted(saved.base_versions.items()):
         if table in catalog.tables:
             entry = catalog.entry(table)
-            sources[f"__dl_{table}_v{version}"] = (table, str(catalog.data_path(table, version)), entry.version_schema(version))
+            sources[f"__dl_{table}_v{version}"] = (
+                table,
+                str(catalog.data_path(table, version)),
+                entry.version_schema(version),
+            )
     return sources
 
 
@@ -113,7 +127,9 @@ def script(session, results: list[str], query: str | None = None) -> str:
         saved = store.get(name)
         statements = lineage_statements(session, saved)
         for view, (_, path, _) in _sources(session, saved).items():
-            lines.append(f"CREATE OR REPLACE TEMPORARY VIEW {view} AS SELECT * FROM parquet.`{path.replace('`', '``')}`;")
+            lines.append(
+                f"CREATE OR REPLACE TEMPORARY VIEW {view} AS SELECT * FROM parquet.`{path.replace('`', '``')}`;"
+            )
         lines += [f"CREATE OR REPLACE TEMPORARY VIEW {view} AS {select};" for view, select in statements]
     if query:
         lines.append(query.strip().rstrip(";") + ";")

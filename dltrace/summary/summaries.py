@@ -98,7 +98,9 @@ def summarize(session, result: str, row: int, k: int = DEFAULT_PATTERNS, sample:
     tables = []
     for code in np.unique(codes):
         table = session.catalog.table_of_code(int(code))
-        tables.append(_summarize_table(session, table, saved.base_versions.get(table), ids[codes == code], k, sample, rng))
+        tables.append(
+            _summarize_table(session, table, saved.base_versions.get(table), ids[codes == code], k, sample, rng)
+        )
     return Summary(saved.name, row, tables)
 
 
