@@ -22,7 +22,7 @@ from collections.abc import Iterator
 
 from sqlglot import exp
 
-from dltrace.rewriter.aggregate import is_aggregate
+from dltrace.rewriter.aggregate import is_aggregate, only_if_rows_read
 from dltrace.rewriter.clauses import conjuncts, defined_names, sources
 from dltrace.rewriter.context import OUTPUT, PROJECTED, RewriteContext, get_lineage, unsupported
 from dltrace.rewriter.representation import SET, call, empty_id_array
@@ -171,7 +171,9 @@ def lineage_term(placeholder: exp.Expression, context: RewriteContext) -> Term |
     if isinstance(query, exp.Select) and not query.args.get("group") and not query.args.get("limit"):
         terms = get_lineage(query, PROJECTED)
         if not is_aggregate(query):
-            terms = tuple(representation.aggregate(t) for t in terms)
+            # DLUNION over the copy's rows: a set they all share counts only when there are rows
+            terms = tuple(only_if_rows_read(t) if t.shared and isinstance(t.sql, exp.Subquery)
+                          else representation.aggregate(t) for t in terms)
         value = representation.as_set(terms)
         if not correlated:  # sorted once here, so every row's sort of a union with it is nearly free
             value = call("sort_array", value)
