@@ -13,6 +13,7 @@ a catalog.  Temporary names (``<pid>`` is the writer's process id)::
     results/<name>/.result-<pid>-*.json       result.json before the rename
     tables/.dropped-<name>-<pid>-<ns>/        what a table drop renamed away (the drop is done)
     results/.dropped-<name>-<ns>/             what a result drop renamed away
+    samples/.tmp-<name>-<pid>-<ns>/           a table sample before the rename
     views/.<name>-<pid>-*.tmp, udfs/...       a view's or UDF's JSON before the rename
 """
 
@@ -90,7 +91,7 @@ def sweep(directory: Path) -> None:
     if not directory.is_dir():
         return
     for pattern in (".catalog-*.json", "tables/.tmp-*", "indexes/.tmp-*", "tables/.dropped-*", "results/.dropped-*",
-                    "views/.*.tmp", "udfs/.*.tmp"):
+                    "views/.*.tmp", "udfs/.*.tmp", "samples/.tmp-*"):
         for path in directory.glob(pattern):
             if _dead_writer(path.name):
                 _remove(path)
