@@ -61,6 +61,8 @@ def parser() -> argparse.ArgumentParser:
     reg.add_argument("--key", help="key columns, comma separated (needed for revisions)")
     reg.add_argument("--order-by", help="id order, comma separated (chronological clusters lineage)")
     reg.add_argument("--format", choices=("parquet", "csv", "json", "orc"), help="source format (default: from the path)")
+    reg.add_argument("--copy", action="store_true",
+                     help="Parquet without --order-by: copy the rows with their ids instead of reading them in place")
     reg.add_argument("--header", action=argparse.BooleanOptionalAction,
                      help="CSV: the first row holds the column names (default: yes, unless it looks like data)")
 
@@ -140,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
         return run_tables(session.catalog, args)
     if args.command == "register":
         entry = session.register(args.name, args.path, columns_list(args.key), columns_list(args.order_by), args.format,
-                                 header=args.header)
+                                 header=args.header, copy=args.copy)
         print(f"registered {args.name}: {entry.rows} rows, code {entry.code}, {id_range(entry)}")
         if entry.changes:
             print(f"data version v{entry.version}: {entry.changes['unchanged']} rows unchanged (same ids), "

@@ -11,10 +11,11 @@ from dltrace import granularity, rewriter
 from dltrace.rewriter.base_table import tagged_row_ids
 from dltrace.rewriter.saved_result import LINEAGE_COLUMN, shared_view
 from dltrace.catalog import NAME_PATTERN, Catalog, TableEntry, quoted, register
-from dltrace.errors import BadInput, DltraceError
+from dltrace.errors import BadInput, DltraceError, SourceChanged
 from dltrace.plain import plain_sql, with_spark_names
-from dltrace.results import DL, ResultStore, SavedResult, names_read, read_parquet
+from dltrace.results import DL, ResultStore, SavedResult, names_read
 from dltrace.spark import get_spark
+from dltrace.table_data import check_unchanged, rows_sql, table_rows
 from dltrace.views import ViewStore, inline
 
 DEFAULT_CATALOG = ".dltrace"
@@ -82,11 +83,14 @@ class LineageSession:
         order_by: list[str] | None = None,
         format: str | None = None,
         header: bool | None = None,
+        copy: bool = False,
     ) -> TableEntry:
         """Register a source (Parquet, CSV, JSON, ORC) as a table with lineage ids; ``header``:
-        whether a CSV's first row names the columns (default: yes, unless it looks like data)."""
+        whether a CSV's first row names the columns (default: yes, unless it looks like data).
+        Parquet without ``order_by`` is registered in place (not copied) unless ``copy``."""
         self.check_name_free(name, "a table")
-        return register(self.spark, self.catalog, name, path, key=key, order_by=order_by, fmt=format, header=header)
+        return register(self.spark, self.catalog, name, path, key=key, order_by=order_by, fmt=format, header=header,
+                        copy=copy)
 
     # One namespace: registered tables, saved results and views (README, "Pipelines").
 
@@ -133,12 +137,22 @@ class LineageSession:
 
         Views belong to the Spark session, which several LineageSessions (catalogs) may share:
         what each view reads is tracked per Spark session, by absolute path.
+
+        The files of in-place tables are checked (a stat each): a changed one's error is kept
+        in ``_stale`` and raised by a query that reads the table (``run``).
         """
+        self._stale: dict[str, SourceChanged] = {}
         for name, entry in self.catalog.tables.items():
             path = str(self.catalog.data_path(name))
+            if entry.files:
+                try:
+                    check_unchanged(self.catalog, name)
+                except SourceChanged as error:
+                    self._stale[name] = error
+                    continue
             if _VIEW_PATHS.get((id(self.spark), name)) != path:
                 # the recorded schema spares Spark a job per table to infer it from footers
-                read_parquet(self.spark, path, entry.version_schema(None)).createOrReplaceTempView(name)
+                table_rows(self.spark, self.catalog, name).createOrReplaceTempView(name)
                 _VIEW_PATHS[(id(self.spark), name)] = path
         from pyspark.sql import functions as F
 
@@ -277,11 +291,18 @@ class LineageSession:
         from dltrace import udafs
 
         self._ensure_views()
+        self._check_fresh(names_read(spark_sql) if self._stale else set())
         udafs.register(self.spark)
         try:
             return self.spark.sql(spark_sql)
         except PySparkException as error:
             raise spark_error(error) from None
+
+    def _check_fresh(self, names) -> None:
+        """Stop if one of the tables ``names`` is in place and its files changed."""
+        stale = sorted(set(names) & set(self._stale))
+        if stale:
+            raise self._stale[stale[0]]
 
     def script(self, query: str, semantics: str = "control", repr: str = "set", lineage_on: granularity.LineageOnArgument = None) -> str:
         """A self-contained script for ``spark-sql -f``: views over the Parquet, then the query."""
@@ -289,12 +310,11 @@ class LineageSession:
             raise BadInput("spark-sql scripts use --repr set (the roBDD functions live in Python)")
         query, lineage_on = granularity.split_lineage_on(query, lineage_on)
         text = self.rewrite(query, semantics, repr, lineage_on=lineage_on)
-        lines = ["-- dltrace: the catalog's tables and saved results as views (tables' Parquet carries _dl_id,"
-                 " results' rows their saved DL), then the query"]
+        lines = ["-- dltrace: the catalog's tables and saved results as views (tables' rows with _dl_id, stored or"
+                 " computed for in-place files, results' rows their saved DL), then the query"]
         read = names_read(text)
         for name in sorted(read & set(self.catalog.tables)):
-            path = str(self.catalog.data_path(name)).replace("`", "``")
-            lines.append(f"CREATE OR REPLACE TEMPORARY VIEW {name} AS SELECT * FROM parquet.`{path}`;")
+            lines.append(f"CREATE OR REPLACE TEMPORARY VIEW {name} AS {rows_sql(self.catalog, name)};")
         for name, result in self.saved_results().items():
             if name in read:
                 path = str(self.store.path(result.data)).replace("`", "``")
@@ -320,6 +340,7 @@ class LineageSession:
         for dl_id in ids:
             by_table.setdefault(self.catalog.table_of_id(dl_id), []).append(int(dl_id))
         self._ensure_views()
+        self._check_fresh(by_table)
         rows = {}
         for table, table_ids in by_table.items():
             entry = self.catalog.entry(table)
