@@ -35,7 +35,7 @@ from dltrace.recovery import build_once
 from dltrace.results import read_parquet
 from dltrace.summary.patterns import Column, LearnedPattern, learn_patterns
 from dltrace.summary.stored import row_ids
-from dltrace.table_data import table_rows
+from dltrace import table_data
 
 DEFAULT_PATTERNS = 3
 LINEAGE_SAMPLE = 4000  # lineage rows per table the patterns are learned on: recall within ±1.6%
@@ -160,7 +160,7 @@ def _summarize_table(session, table: str, version: int | None, ids: np.ndarray, 
     catalog = session.catalog
     entry = catalog.entry(table)
     known_rows = next((old.get("rows") for old in entry.previous if old.get("version") == version), None) or entry.rows
-    data = table_rows(session.spark, catalog, table, version)
+    data = table_data.table_rows(session.spark, catalog, table, version)
     columns, fetch = _columns(session, table, version)
     whole = known_rows <= TABLE_SAMPLE
     members = _population(session, table, version, fetch, whole)
@@ -219,7 +219,7 @@ def _population(session, table: str, version: int | None, fetch: dict[str, str],
     key = (str(path), tuple(fetch.items()))
     if key not in _POPULATIONS:
         schema = catalog.entry(table).version_schema(version)
-        rows = table_rows(session.spark, catalog, table, version) if whole else read_parquet(session.spark, path, schema)
+        rows = table_data.table_rows(session.spark, catalog, table, version) if whole else read_parquet(session.spark, path, schema)
         _POPULATIONS[key] = rows.select(ID_COLUMN, *(F.expr(e).alias(n) for n, e in fetch.items())).toArrow()
     return _POPULATIONS[key]
 
@@ -233,7 +233,7 @@ def ensure_table_sample(session, table: str, version: int | None) -> Path:
     if target.exists():
         return target
     rows = next((old.get("rows") for old in entry.previous if old.get("version") == version), None) or entry.rows
-    data = table_rows(session.spark, session.catalog, table, version)
+    data = table_data.table_rows(session.spark, session.catalog, table, version)
     fraction = min(1.0, TABLE_SAMPLE / max(rows, 1))
     return build_once(target, lambda tmp: data.sample(fraction=fraction, seed=SEED).coalesce(1).write.parquet(str(tmp)))
 
