@@ -67,8 +67,16 @@ def parser() -> argparse.ArgumentParser:
     reg.add_argument(
         "--format", choices=("parquet", "csv", "json", "orc"), help="source format (default: from the path)"
     )
-    reg.add_argument("--header", action=argparse.BooleanOptionalAction,
-                     help="CSV: the first row holds the column names (default: yes, unless it looks like data)")
+    reg.add_argument(
+        "--copy",
+        action="store_true",
+        help="Parquet without --order-by: copy the rows with their ids instead of reading them in place",
+    )
+    reg.add_argument(
+        "--header",
+        action=argparse.BooleanOptionalAction,
+        help="CSV: the first row holds the column names (default: yes, unless it looks like data)",
+    )
 
     sql = commands.add_parser("sql", parents=[common, lineage], help="run a query with lineage")
     sql.add_argument("query", help="SQL text or @file.sql")
@@ -81,9 +89,11 @@ def parser() -> argparse.ArgumentParser:
     )
     rew.add_argument("query", help="SQL text or @file.sql")
 
-    script = commands.add_parser("run", parents=[common, lineage],
-                                 help="run a pipeline script: CREATE TABLE name AS query (saved steps), "
-                                      "CREATE VIEW, queries")
+    script = commands.add_parser(
+        "run",
+        parents=[common, lineage],
+        help="run a pipeline script: CREATE TABLE name AS query (saved steps), CREATE VIEW, queries",
+    )
     script.add_argument("file", help="a file of ;-separated statements (- for standard input)")
     script.add_argument("--format", choices=FORMATS, default="table", help="how its queries' rows are printed")
     script.add_argument("--limit", type=int, help="at most N rows per query (table format: 50 by default)")
@@ -146,12 +156,21 @@ def run(args: argparse.Namespace) -> int:
     if args.command == "tables":
         return run_tables(session.catalog, args)
     if args.command == "register":
-        entry = session.register(args.name, args.path, columns_list(args.key), columns_list(args.order_by), args.format,
-                                 header=args.header)
+        entry = session.register(
+            args.name,
+            args.path,
+            columns_list(args.key),
+            columns_list(args.order_by),
+            args.format,
+            header=args.header,
+            copy=args.copy,
+        )
         print(f"registered {args.name}: {entry.rows} rows, code {entry.code}, {id_range(entry)}")
         if entry.changes:
-            print(f"data version v{entry.version}: {entry.changes['unchanged']} rows unchanged (same ids), "
-                  f"{entry.changes['new']} new or changed (new ids), {entry.changes['removed']} gone")
+            print(
+                f"data version v{entry.version}: {entry.changes['unchanged']} rows unchanged (same ids), "
+                f"{entry.changes['new']} new or changed (new ids), {entry.changes['removed']} gone"
+            )
         return 0
     if args.command in COMMANDS:
         return run_command(session, args, query_text)

@@ -45,6 +45,10 @@ class CatalogError(DltraceError):
     """The catalog directory is unreadable, or written by a newer dltrace."""
 
 
+class SourceChanged(CatalogError):
+    """An in-place table's files changed since it was registered: register it again."""
+
+
 class JavaMissing(DltraceError):
     """Spark needs Java 17 or newer and it is not there."""
 

@@ -9,12 +9,13 @@ from typing import NamedTuple
 
 from dltrace import granularity, rewriter
 from dltrace.catalog import NAME_PATTERN, Catalog, TableEntry, quoted, register
-from dltrace.errors import BadInput, spark_error
+from dltrace.errors import BadInput, SourceChanged, spark_error
 from dltrace.plain import plain_sql, with_spark_names
-from dltrace.results import DL, ResultStore, SavedResult, names_read, read_parquet
+from dltrace.results import DL, ResultStore, SavedResult, names_read
 from dltrace.rewriter.base_table import tagged_row_ids
 from dltrace.rewriter.saved_result import LINEAGE_COLUMN, shared_view
 from dltrace.spark import get_spark
+from dltrace.table_data import check_unchanged, rows_sql, table_rows
 from dltrace.views import ViewStore, inline
 
 DEFAULT_CATALOG = ".dltrace"
@@ -73,11 +74,14 @@ class LineageSession:
         order_by: list[str] | None = None,
         format: str | None = None,
         header: bool | None = None,
+        copy: bool = False,
     ) -> TableEntry:
         """Register a source (Parquet, CSV, JSON, ORC) as a table with lineage ids; ``header``:
-        whether a CSV's first row names the columns (default: yes, unless it looks like data)."""
+        whether a CSV's first row names the columns (default: yes, unless it looks like data).
+        Parquet without ``order_by`` is registered in place (not copied) unless ``copy``."""
         self.check_name_free(name, "a table")
-        return register(self.spark, self.catalog, name, path, key=key, order_by=order_by, fmt=format, header=header)
+        return register(self.spark, self.catalog, name, path, key=key, order_by=order_by, fmt=format, header=header,
+                        copy=copy)
 
     # Reason-capable UDFs (README, "Reasons of ML and Python UDFs"): dltrace/reasons.py.
 
@@ -158,12 +162,22 @@ class LineageSession:
 
         Views belong to the Spark session, which several LineageSessions (catalogs) may share:
         what each view reads is tracked per Spark session, by absolute path.
+
+        The files of in-place tables are checked (a stat each): a changed one's error is kept
+        in ``_stale`` and raised by a query that reads the table (``run``).
         """
+        self._stale: dict[str, SourceChanged] = {}
         for name, entry in self.catalog.tables.items():
             path = str(self.catalog.data_path(name))
+            if entry.files:
+                try:
+                    check_unchanged(self.catalog, name)
+                except SourceChanged as error:
+                    self._stale[name] = error
+                    continue
             if _VIEW_PATHS.get((id(self.spark), name)) != path:
                 # the recorded schema spares Spark a job per table to infer it from footers
-                read_parquet(self.spark, path, entry.version_schema(None)).createOrReplaceTempView(name)
+                table_rows(self.spark, self.catalog, name).createOrReplaceTempView(name)
                 _VIEW_PATHS[(id(self.spark), name)] = path
         from pyspark.sql import functions as F
 
@@ -304,12 +318,19 @@ class LineageSession:
         from dltrace import udafs
 
         self._ensure_views()
+        self._check_fresh(names_read(spark_sql) if self._stale else set())
         udafs.register(self.spark)
         self.udfs()  # the catalog's reason-capable UDFs, callable by name
         try:
             return self.spark.sql(spark_sql)
         except PySparkException as error:
             raise spark_error(error) from None
+
+    def _check_fresh(self, names) -> None:
+        """Stop if one of the tables ``names`` is in place and its files changed."""
+        stale = sorted(set(names) & set(self._stale))
+        if stale:
+            raise self._stale[stale[0]]
 
     def script(
         self,
@@ -323,18 +344,21 @@ class LineageSession:
             raise BadInput("spark-sql scripts use --repr set (the roBDD functions live in Python)")
         query, lineage_on = granularity.split_lineage_on(query, lineage_on)
         text = self.rewrite(query, semantics, repr, lineage_on=lineage_on)
-        lines = ["-- dltrace: the catalog's tables and saved results as views (tables' Parquet carries _dl_id,"
-                 " results' rows their saved DL), then the query"]
+        lines = [
+            "-- dltrace: the catalog's tables and saved results as views (tables' rows with _dl_id, stored or"
+            " computed for in-place files, results' rows their saved DL), then the query"
+        ]
         read = names_read(text)
         for name in sorted(read & set(self.catalog.tables)):
-            path = str(self.catalog.data_path(name)).replace("`", "``")
-            lines.append(f"CREATE OR REPLACE TEMPORARY VIEW {name} AS SELECT * FROM parquet.`{path}`;")
+            lines.append(f"CREATE OR REPLACE TEMPORARY VIEW {name} AS {rows_sql(self.catalog, name)};")
         for name, result in self.saved_results().items():
             if name in read:
                 path = str(self.store.path(result.data)).replace("`", "``")
                 columns = ", ".join(f"`{c.replace('`', '``')}`" for c in result.query_columns)
-                lines.append(f"CREATE OR REPLACE TEMPORARY VIEW {name} AS "
-                             f"SELECT {columns}, array_compact({DL}) AS {LINEAGE_COLUMN} FROM parquet.`{path}`;")
+                lines.append(
+                    f"CREATE OR REPLACE TEMPORARY VIEW {name} AS "
+                    f"SELECT {columns}, array_compact({DL}) AS {LINEAGE_COLUMN} FROM parquet.`{path}`;"
+                )
                 if result.shared:
                     shared = str(self.store.path(result.shared)).replace("`", "``")
                     lines.append(
@@ -358,6 +382,7 @@ class LineageSession:
         for dl_id in ids:
             by_table.setdefault(self.catalog.table_of_id(dl_id), []).append(int(dl_id))
         self._ensure_views()
+        self._check_fresh(by_table)
         rows = {}
         for table, table_ids in by_table.items():
             entry = self.catalog.entry(table)
@@ -368,8 +393,15 @@ class LineageSession:
 
     # Saved results, impact and explain (docs/architecture.md, docs/formats.md): dltrace/results.py, dltrace/impact/.
 
-    def save(self, frame, name: str, query: str | None = None, semantics: str | None = None,
-             repr: str | None = None, index: bool | None = None):
+    def save(
+        self,
+        frame,
+        name: str,
+        query: str | None = None,
+        semantics: str | None = None,
+        repr: str | None = None,
+        index: bool | None = None,
+    ):
         """Keep ``frame`` (a result of ``sql``) with its lineage as result ``name``: Parquet with
         a ``_row`` number per output row, plus a forward index (id -> rows): always (``index``
         True), never (False), or when the result is large enough for it to pay (None).
@@ -394,8 +426,15 @@ class LineageSession:
 
     # Pipelines (dltrace/pipeline.py): steps saved as results, views, scripts.
 
-    def create_table(self, name: str, query: str, semantics: str = "control", repr: str = "set",
-                     replace: bool = False, index: bool | None = None) -> SavedResult:
+    def create_table(
+        self,
+        name: str,
+        query: str,
+        semantics: str = "control",
+        repr: str = "set",
+        replace: bool = False,
+        index: bool | None = None,
+    ) -> SavedResult:
         """``CREATE [OR REPLACE] TABLE name AS query``: run ``query`` with lineage and save it as
         result ``name`` (a pipeline step; the old result is replaced only when the new one is
         complete)."""
@@ -452,16 +491,25 @@ class LineageSession:
             sets = self.store.shared_sets(self.spark, saved)
             self._held_apart[frame] = (
                 self.store.rows(self.spark, saved).drop(SHARED_REFS).orderBy(ROW),
-                [sets.where(F.col(SHARED_SET) == number).agg(F.sort_array(F.collect_list(SHARED_ID)).alias(DL))
-                 for number in range(saved.shared_sets)],
+                [
+                    sets.where(F.col(SHARED_SET) == number).agg(F.sort_array(F.collect_list(SHARED_ID)).alias(DL))
+                    for number in range(saved.shared_sets)
+                ],
             )
         return frame
 
     def drop_result(self, name: str) -> None:
         self.store.drop(name)
 
-    def impact(self, source: str, result: str | None = None, query: str | None = None, mode: str | None = None,
-               semantics: str = "control", use_index: bool = True):
+    def impact(
+        self,
+        source: str,
+        result: str | None = None,
+        query: str | None = None,
+        mode: str | None = None,
+        semantics: str = "control",
+        use_index: bool = True,
+    ):
         """The output rows affected by the bad rows ``source`` names ("TABLE WHERE PREDICATE",
         "TABLE@vK WHERE ..." for data version K), in saved ``result`` or in ``query``'s output;
         ``DL`` narrowed to the bad ids.  ``mode``: stored (default with a result) or reeval.

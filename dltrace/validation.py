@@ -64,6 +64,9 @@ TABLE_TYPES: dict[str, Check] = {
     "version": integer(1),
     "next_row": integer(),
     "changes": dict_of(integer()),
+    "files": optional(list_of(lambda f: isinstance(f, dict) and all(
+        isinstance(f.get(name), kind) for name, kind in (("path", str), ("size", int), ("mtime_ns", int), ("rows", int),
+                                                         ("first_row", int), ("uri", str))))),
     "previous": list_of(lambda old: isinstance(old, dict) and optional(SCHEMA)(old.get("schema")) and all(
         name in old and check(old[name]) for name, check in PREVIOUS_VERSION.items())),
 }

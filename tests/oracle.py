@@ -22,6 +22,7 @@ from sqlglot import exp
 from sqlglot.optimizer.qualify import qualify
 
 from dltrace import LineageSession
+from dltrace.table_data import duckdb_rows_sql
 from tpch.duck import connect
 
 INSTANCE_SHIFT = 56
@@ -37,8 +38,7 @@ class DuckOracle:
         self.instance_views: set[str] = set()
         self.db.execute("CREATE TEMP TABLE dl_keep (id BIGINT)")
         for name in self.tables:
-            path = session.catalog.data_path(name)
-            self.db.execute(f"CREATE TABLE base_{name} AS SELECT * FROM read_parquet('{path}/*.parquet')")
+            self.db.execute(f"CREATE TABLE base_{name} AS {duckdb_rows_sql(session.catalog, name)}")
             self.db.execute(
                 f"CREATE VIEW {name} AS SELECT * EXCLUDE (_dl_id) FROM base_{name} "
                 "WHERE _dl_id IN (SELECT id FROM dl_keep)"

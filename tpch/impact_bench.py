@@ -47,10 +47,12 @@ def bad_lineitem_source(session: LineageSession) -> str:
     """A key predicate for a lineitem row in the lineage of the saved Q3's first row."""
     from pyspark.sql import functions as F
 
+    from dltrace.table_data import table_rows
+
     first = session.result(RESULT).first()
     code = session.catalog.entry("lineitem").code
     bad_id = next(i for i in first["DL"] if split_id(i)[0] == code)
-    lineitem = session.spark.read.parquet(str(session.catalog.data_path("lineitem")))
+    lineitem = table_rows(session.spark, session.catalog, "lineitem")
     row = lineitem.where(F.col(ID_COLUMN) == bad_id).select("l_orderkey", "l_linenumber").first()
     return f"lineitem WHERE l_orderkey = {row.l_orderkey} AND l_linenumber = {row.l_linenumber}"
 

@@ -77,6 +77,7 @@ def characteristics(session, name: str, query: str, semantics: str = "control") 
 def independent_average(session, query: str) -> float | None:
     """The average number of contributing base rows per result row, as DuckDB finds them with
     Perm's provenance query; None for a query with subqueries, which that query cannot trace."""
+    from dltrace.table_data import duckdb_rows_sql
     from tpch.baselines import contributing_ids_duckdb, shape_of
     from tpch.duck import connect
     from tpch.harness import CannotRun
@@ -87,9 +88,7 @@ def independent_average(session, query: str) -> float | None:
         return None
     db = connect()
     for name in session.catalog.tables:
-        db.execute(
-            f"CREATE VIEW dl_{name} AS SELECT * FROM read_parquet('{session.catalog.data_path(name)}/*.parquet')"
-        )
+        db.execute(f"CREATE VIEW dl_{name} AS {duckdb_rows_sql(session.catalog, name)}")
     text = contributing_ids_duckdb(shape, "dl_")
     (average,) = db.execute(f"SELECT avg(len(__ids)) FROM ({text})").fetchone()
     return float(average or 0.0)

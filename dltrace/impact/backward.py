@@ -17,7 +17,8 @@ import numpy as np
 from dltrace.catalog import ID_COLUMN, quoted
 from dltrace.ids import ROW_BITS
 from dltrace.impact.search import LITERAL_IDS
-from dltrace.results import ResultStore, read_parquet
+from dltrace.results import ResultStore
+from dltrace.table_data import table_rows
 
 
 def explain(session, result: str, row: int) -> dict[str, object]:
@@ -35,8 +36,7 @@ def explain(session, result: str, row: int) -> dict[str, object]:
         table = session.catalog.table_of_code(code)
         data = None
         for version in saved.lineage_tables.get(table) or [None]:
-            schema = session.catalog.entry(table).version_schema(version)
-            frame = read_parquet(spark, session.catalog.data_path(table, version), schema)
+            frame = table_rows(spark, session.catalog, table, version)
             data = (
                 frame if data is None else data.unionByName(frame, allowMissingColumns=True).dropDuplicates([ID_COLUMN])
             )

@@ -27,17 +27,8 @@ from dltrace.catalog import ID_COLUMN
 from dltrace.errors import BadInput, spark_error
 from dltrace.impact.key_index import rows_to_search
 from dltrace.impact.source import Source, parse_source
-from dltrace.results import (
-    DL,
-    INDEX_ID,
-    ROW,
-    SHARED_ID,
-    SHARED_REFS,
-    SHARED_SET,
-    ResultStore,
-    SavedResult,
-    read_parquet,
-)
+from dltrace.results import DL, INDEX_ID, ROW, SHARED_ID, SHARED_REFS, SHARED_SET, ResultStore, SavedResult
+from dltrace.table_data import table_rows
 
 MODES = ("stored", "reeval")
 LITERAL_IDS = 1000  # bad ids inlined as a literal; beyond, a broadcast join
@@ -105,9 +96,9 @@ def bad_rows(session, source: Source):
     The predicate runs as SQL over a view of the rows to search, named as the table, so that
     its subqueries can read the catalog's tables like any query.
     """
-    path, schema = rows_to_search(session, source.table, source.version, source.columns)
+    path, rows = rows_to_search(session, source.table, source.version, source.columns)
     view = "__dl_source_" + hashlib.sha256(str(path).encode()).hexdigest()[:12]
-    read_parquet(session.spark, path, schema).createOrReplaceTempView(view)
+    rows.createOrReplaceTempView(view)
     try:
         return session.run(
             f"SELECT {ID_COLUMN} FROM {view} AS {source.table} WHERE {source.predicate.sql(dialect='spark')}"
@@ -255,8 +246,7 @@ def _bad_rows_view(session, source: Source) -> str:
     version = source.version if source.version is not None else catalog.entry(source.table).version
     name = f"__dl_bad_{hashlib.sha256(f'{source.text}@{version}'.encode()).hexdigest()[:12]}"
     base = f"{name}_rows"
-    schema = catalog.entry(source.table).version_schema(version)
-    read_parquet(session.spark, catalog.data_path(source.table, version), schema).createOrReplaceTempView(base)
+    table_rows(session.spark, catalog, source.table, version).createOrReplaceTempView(base)
     if source.has_subquery:
         ids = collect_bad_ids(session, source)
         is_bad = f"{ID_COLUMN} IN ({_numbers(ids)})" if len(ids) else "FALSE"

@@ -32,6 +32,7 @@ from dltrace.results import (
 )
 from dltrace.summary.patterns import quote
 from dltrace.summary.stored import require_lineage
+from dltrace.table_data import rows_sql, table_rows
 
 SHARED = "*shared"  # in _sources: the helper view over the shared sets (no table has this name)
 TABLE = "base_table"
@@ -111,8 +112,13 @@ def define_views(session, results: list[str]) -> list[str]:
     for name in results:
         saved = store.get(name)
         statements = lineage_statements(session, saved)
-        for view, (_, path, schema) in _sources(session, saved).items():
-            read_parquet(session.spark, path, schema).createOrReplaceTempView(view)
+        for view, (table, path, schema) in _sources(session, saved).items():
+            if table and table != SHARED:  # a base table's rows, copied or in place
+                table_rows(session.spark, session.catalog, table, saved.base_versions[table]).createOrReplaceTempView(
+                    view
+                )
+            else:
+                read_parquet(session.spark, path, schema).createOrReplaceTempView(view)
         for view, select in statements:
             session.spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW {view} AS {select}")
             defined.append(view)
@@ -126,10 +132,13 @@ def script(session, results: list[str], query: str | None = None) -> str:
     for name in results:
         saved = store.get(name)
         statements = lineage_statements(session, saved)
-        for view, (_, path, _) in _sources(session, saved).items():
-            lines.append(
-                f"CREATE OR REPLACE TEMPORARY VIEW {view} AS SELECT * FROM parquet.`{path.replace('`', '``')}`;"
+        for view, (table, path, _) in _sources(session, saved).items():
+            select = (
+                rows_sql(session.catalog, table, saved.base_versions[table])
+                if table and table != SHARED
+                else f"SELECT * FROM parquet.`{path.replace('`', '``')}`"
             )
+            lines.append(f"CREATE OR REPLACE TEMPORARY VIEW {view} AS {select};")
         lines += [f"CREATE OR REPLACE TEMPORARY VIEW {view} AS {select};" for view, select in statements]
     if query:
         lines.append(query.strip().rstrip(";") + ";")
