@@ -50,6 +50,7 @@ from sqlglot import exp
 
 from dltrace.catalog import NAME_PATTERN, Catalog, quoted, with_positions
 from dltrace.errors import BadInput, CatalogError, DltraceError
+from dltrace.table_data import read_parquet
 from dltrace.validation import check_result
 
 FORMAT = 3  # 3: shared sets; 2: inputs (results, lineage_tables, stamp); formats 1 and 2 still load
@@ -393,15 +394,6 @@ class ResultStore:
         for child in (self.directory / name).iterdir():
             if child.is_dir() and child.name != keep:
                 shutil.rmtree(child, ignore_errors=True)
-
-
-def read_parquet(spark, path: Path, schema: dict[str, str] | None = None):
-    """Parquet with a known schema: given one, Spark skips the job that infers it from the
-    files' footers (a noticeable part of a sub-second lookup)."""
-    reader = spark.read
-    if schema:
-        reader = reader.schema(", ".join(f"`{name.replace('`', '``')}` {kind}" for name, kind in schema.items()))
-    return reader.parquet(str(path))
 
 
 def lineage_ids(frame):

@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 from dltrace import LineageSession
+from dltrace.datasets import REGISTRATION, TABLES, generate, table_paths
 from dltrace.results import directory_bytes
-from tpch.data import REGISTRATION, TABLES, generate, table_paths
 from tpch.harness import execute, log
 from tpch.queries import load
 

@@ -17,8 +17,7 @@ from pathlib import Path
 
 from dltrace.catalog import ID_COLUMN, quoted
 from dltrace.recovery import build_once
-from dltrace.results import read_parquet
-from dltrace.table_data import table_rows
+from dltrace.table_data import read_parquet, table_rows
 
 KEY_INDEX_MIN_ROWS = 1_000_000
 ROW_GROUP_BYTES = 1 << 20

@@ -28,11 +28,10 @@ from dltrace.results import (
     SHARED_SET,
     ResultStore,
     SavedResult,
-    read_parquet,
 )
 from dltrace.summary.patterns import quote
 from dltrace.summary.stored import require_lineage
-from dltrace.table_data import rows_sql, table_rows
+from dltrace.table_data import read_parquet, rows_sql, table_rows
 
 SHARED = "*shared"  # in _sources: the helper view over the shared sets (no table has this name)
 TABLE = "base_table"

@@ -33,9 +33,9 @@ from dltrace.catalog import ID_COLUMN
 from dltrace.errors import BadInput
 from dltrace.ids import ROW_BITS
 from dltrace.recovery import build_once
-from dltrace.results import read_parquet
 from dltrace.summary.patterns import Column, LearnedPattern, learn_patterns
 from dltrace.summary.stored import row_ids
+from dltrace.table_data import read_parquet
 
 DEFAULT_PATTERNS = 3
 LINEAGE_SAMPLE = 4000  # lineage rows per table the patterns are learned on: recall within ±1.6%
