@@ -14,9 +14,12 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from dltrace import LineageSession, rewriter
 from dltrace.formatting import lineage_ids
+from dltrace.ids import make_id
 from dltrace.results import DL, FORMAT, ROW, SHARED_REFS
 from tests.conftest import ROOT, tpch_copy
 from tpch.duck import connect
@@ -176,3 +179,76 @@ def test_a_lineage_copy_of_no_rows_has_no_lineage_not_even_a_nested_subquerys(pa
              "(SELECT s_id FROM sales WHERE i_id IN (SELECT i_id FROM item WHERE category = 'no such'))")
     rows = paper.sql(query).collect()
     assert rows and all(len(r.DL) == 1 for r in rows)  # the store's own id only
+
+
+# -- the stored form decodes to exactly the ids saved -------------------------------------
+
+MAX_ID = (1 << 63) - 1  # dltrace ids are (table code << 48) | row number: 0 .. 2^63 - 1 (dltrace.ids)
+EDGES = [0, 1, 2, (1 << 48) - 1, 1 << 48, MAX_ID - 1, MAX_ID]
+any_id = st.integers(0, MAX_ID)
+# sets as lineage has them: empty, one id, scattered ids, ids at both ends, dense runs
+# (lineage clusters), several tables' runs in one set (deltas of 2^48 and more)
+id_set = st.one_of(
+    st.just([]),
+    any_id.map(lambda i: [i]),
+    st.lists(any_id, max_size=6),
+    st.lists(st.sampled_from(EDGES), max_size=len(EDGES)),
+    st.builds(lambda start, n: list(range(start, start + n)), st.integers(0, MAX_ID - 400), st.integers(1, 400)),
+    st.lists(st.builds(lambda code, start, n: list(range(make_id(code, start), make_id(code, start) + n)),
+                       st.integers(1, 32767), st.integers(0, (1 << 48) - 20), st.integers(1, 20)), max_size=4)
+    .map(lambda runs: [i for run in runs for i in run]),
+).map(lambda ids: sorted(set(ids)))
+
+
+@pytest.fixture(scope="module")
+def empty(spark, tmp_path_factory) -> LineageSession:
+    """A catalog without tables: ``ResultStore.save`` takes any DataFrame with a DL."""
+    return LineageSession(tmp_path_factory.mktemp("decoded") / "catalog", spark=spark)
+
+
+def save_given(session: LineageSession, dls: list[list[int]], shared_sets: list[list[int]]):
+    """Save rows ``k = 0..`` with ``dls`` as their own ids and ``shared_sets`` named by every
+    row, as ``ResultStore.save`` gets them from a query; returns the SavedResult."""
+    spark = session.spark
+    frame = spark.createDataFrame([(k, dl) for k, dl in enumerate(dls)], "k int, DL array<bigint>")
+    sets = [spark.createDataFrame([(ids,)], "ids array<bigint>") for ids in shared_sets]
+    return session.store.save(frame, "sh_decoded", "select 1 as k", "control", "set", index=True, shared_sets=sets)
+
+
+def duckdb_decoded(saved, store) -> dict[int, list[int]]:
+    """Each row's whole DL as the README's DuckDB query reads it (the first part alone without
+    shared sets); rows whose whole DL is empty have no row there."""
+    query = duckdb_query().replace("RESULT", str(Path(store.path(saved.data)).parent))
+    if not saved.shared:
+        query = query.split("  UNION ALL")[0] + ") GROUP BY _row ORDER BY _row;"
+    return {row: sorted(ids) for row, ids in connect().execute(query).fetchall()}
+
+
+@settings(max_examples=3, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(dls=st.lists(id_set, max_size=25), shared_sets=st.lists(id_set, max_size=2))
+@example(dls=[[], [0], [MAX_ID], [0, MAX_ID], EDGES, []], shared_sets=[])
+@example(dls=[[]] * 100 + [[7]], shared_sets=[list(range(make_id(8, 0), make_id(8, 2000))), [0, MAX_ID]])
+# not dltrace ids, but DL is array<bigint>: deltas across the whole 64-bit range must not overflow
+@example(dls=[[-(1 << 63), -1, 0, MAX_ID], [MAX_ID], [-(1 << 63)]], shared_sets=[[-(1 << 63), MAX_ID]])
+def test_saved_lineage_decodes_to_exactly_the_ids_given(empty, dls, shared_sets):
+    """Own ids, shared sets and the forward index read back exactly, through dltrace and
+    through DuckDB alone, whatever the ids (the saved Parquet delta-encodes them)."""
+    saved = save_given(empty, dls, shared_sets)
+    store, spark = empty.store, empty.spark
+    whole_shared = set().union(*map(set, shared_sets))
+    expected = {k: sorted(set(dl) | whole_shared) for k, dl in enumerate(dls)}
+    assert (
+        saved.rows == len(dls)
+        and saved.shared_sets == len(shared_sets)
+        and saved.shared_ids == sum(map(len, shared_sets))
+    )
+    by_row = {r[ROW]: r["k"] for r in store.rows(spark, saved).select(ROW, "k").collect()}
+    assert sorted(by_row) == list(range(len(dls)))
+    spelled = {by_row[r[ROW]]: list(r[DL]) for r in store.lineage_rows(spark, saved).collect()}
+    assert spelled == expected
+    if dls:  # one small read
+        assert store.row_ids(spark, saved, len(dls) - 1).tolist() == expected[by_row[len(dls) - 1]]
+    assert duckdb_decoded(saved, store) == {row: expected[k] for row, k in by_row.items() if expected[k]}
+    # the forward index holds every (own id, row) pair once
+    pairs = sorted((r.id, r[ROW]) for r in store.index(spark, saved).collect())
+    assert pairs == sorted((i, row) for row, k in by_row.items() for i in dls[k])
