@@ -161,12 +161,12 @@ def encode_sorted_sets(lo: np.ndarray, hi: np.ndarray, owner: np.ndarray, sets: 
         span_sums = np.add.reduceat(spans, run_first[has_runs])  # exact unless a set nears 2**64 ids
         near_full = np.bincount(owner, weights=spans.astype(np.float64), minlength=sets)[has_runs] >= 2.0**61
         counts[has_runs] = np.where(near_full, -1, span_sums.astype(np.int64) + run_count[has_runs])
-    run_size = varint_sizes(run_count.astype(np.uint64)) + per_set(varint_sizes(spans)) + per_set(
-        np.where(inner, varint_sizes(gaps - _TWO), 0)
-    )
-    delta_size = varint_sizes(np.maximum(counts, 0).astype(np.uint64)) + (counts - run_count) + per_set(
-        np.where(inner, varint_sizes(gaps - _ONE), 0)
-    )
+    inner_gaps, inner_owner = gaps[inner], owner[inner]
+    gap_sizes = lambda step: np.bincount(  # noqa: E731
+        inner_owner, weights=varint_sizes(inner_gaps - step), minlength=sets
+    ).astype(np.int64)
+    run_size = varint_sizes(run_count.astype(np.uint64)) + per_set(varint_sizes(spans)) + gap_sizes(_TWO)
+    delta_size = varint_sizes(np.maximum(counts, 0).astype(np.uint64)) + (counts - run_count) + gap_sizes(_ONE)
     deltas = ~has_runs | ((counts >= 0) & (delta_size < run_size))
     # values per set: deltas [n, zz(first id), key[i] - key[i-1] - 1 ...]; runs [r, zz(first
     # start), length[0] - 1, then (start[i] - end[i-1] - 2, length[i] - 1) per further run]

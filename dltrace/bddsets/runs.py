@@ -72,6 +72,8 @@ def sort_owned_keys(keys: np.ndarray, owner: np.ndarray) -> tuple[np.ndarray, np
     same_owner = owner[1:] == owner[:-1]
     if np.all((owner[1:] > owner[:-1]) | (same_owner & (keys[1:] >= keys[:-1]))):
         return keys, owner.astype(np.int64)  # sorted already (e.g. a subquery's sorted copy on every row)
+    if not same_owner.size or same_owner.all():  # one set (a global aggregate's batch): no packing needed
+        return np.sort(keys), owner.astype(np.int64)
     top = (keys >> _LOW_BITS).astype(np.int64)
     present = np.zeros(1 << 16, dtype=bool)
     present[top] = True
