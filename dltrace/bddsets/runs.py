@@ -66,6 +66,10 @@ def sort_owned_keys(keys: np.ndarray, owner: np.ndarray) -> tuple[np.ndarray, np
     Packs both into one uint64 when they fit, so a single np.sort does it (2-3x
     faster than np.lexsort): the owner above the key's low 48 bits and the rank
     of its top 16 bits (the table code of a row id; a batch has few distinct ones).
+    The sort is numpy's stable one: ids come from Spark in sorted pieces (a
+    ``collect_list`` gathers each partition's ids in scan order, a subquery's copy
+    is sorted), which it merges in near-linear time (1.5M ids in 8 sorted pieces:
+    6 ms against 123 ms for the default quicksort; no slower on shuffled ids).
     """
     if keys.size == 0:
         return keys.astype(np.uint64), owner.astype(np.int64)
@@ -73,7 +77,7 @@ def sort_owned_keys(keys: np.ndarray, owner: np.ndarray) -> tuple[np.ndarray, np
     if np.all((owner[1:] > owner[:-1]) | (same_owner & (keys[1:] >= keys[:-1]))):
         return keys, owner.astype(np.int64)  # sorted already (e.g. a subquery's sorted copy on every row)
     if not same_owner.size or same_owner.all():  # one set (a global aggregate's batch): no packing needed
-        return np.sort(keys), owner.astype(np.int64)
+        return np.sort(keys, kind="stable"), owner.astype(np.int64)
     top = (keys >> _LOW_BITS).astype(np.int64)
     present = np.zeros(1 << 16, dtype=bool)
     present[top] = True
@@ -85,7 +89,7 @@ def sort_owned_keys(keys: np.ndarray, owner: np.ndarray) -> tuple[np.ndarray, np
         return keys[order], owner[order].astype(np.int64)
     rank = (np.cumsum(present) - 1).astype(np.uint64)
     packed = (owner.astype(np.uint64) << np.uint64(48 + top_bits)) | (rank[top] << _LOW_BITS) | (keys & _LOW_MASK)
-    packed.sort()
+    packed.sort(kind="stable")
     top_rank = ((packed >> _LOW_BITS) & np.uint64((1 << top_bits) - 1)).astype(np.int64)
     return (top_codes[top_rank] << _LOW_BITS) | (packed & _LOW_MASK), (packed >> np.uint64(48 + top_bits)).astype(
         np.int64
