@@ -54,7 +54,7 @@ from .encoding import (
     union_runs,
 )
 from .nodetable import build_from_runs, contains_keys, count_root
-from .runs import keys_from_runs, merge_owned_runs, owned_runs_from_keys, run_total, runs_from_keys
+from .runs import distinct_owned_keys, keys_from_runs, merge_owned_runs, owned_runs, run_total, runs_from_keys
 from .sorted_set import SortedIdSet
 
 # Probe walks handle at most this many (set, probe) pairs at a time.
@@ -122,12 +122,14 @@ def union_by_row(
     neither are empty. Returns the encodings concatenated (uint8) and their
     offsets: each is the same encoding ``union_bytes(..., "compact")`` gives.
     """
-    lo, hi, owner = owned_runs_from_keys(ids_to_keys(ids), id_row)
-    if set_row.size:
-        set_lo, set_hi, set_input = sets.blocks()
-        lo, hi, owner = merge_owned_runs(
-            np.concatenate((lo, set_lo)), np.concatenate((hi, set_hi)), np.concatenate((owner, set_row[set_input]))
-        )
+    keys, key_owner = distinct_owned_keys(ids_to_keys(ids), id_row)
+    lo, hi, owner = owned_runs(keys, key_owner)
+    if not set_row.size:
+        return compact_encodings(lo, hi, owner, rows, keys, key_owner)
+    set_lo, set_hi, set_input = sets.blocks()
+    lo, hi, owner = merge_owned_runs(
+        np.concatenate((lo, set_lo)), np.concatenate((hi, set_hi)), np.concatenate((owner, set_row[set_input]))
+    )
     return compact_encodings(lo, hi, owner, rows)
 
 

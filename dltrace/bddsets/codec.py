@@ -38,10 +38,10 @@ def varint_sizes(values: np.ndarray) -> np.ndarray:
     return sizes
 
 
-def encode_varints(values: np.ndarray) -> bytes:
-    """LEB128-encode a uint64 array into one byte string."""
+def encode_varints(values: np.ndarray, sizes: np.ndarray | None = None) -> bytes:
+    """LEB128-encode a uint64 array into one byte string (``sizes``: its varint_sizes, when known)."""
     values = values.astype(np.uint64, copy=False)
-    sizes = varint_sizes(values)
+    sizes = varint_sizes(values) if sizes is None else sizes
     out = np.empty(int(sizes.sum()), dtype=np.uint8)
     positions = np.cumsum(sizes) - sizes
     remaining, left = values, sizes

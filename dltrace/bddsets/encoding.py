@@ -137,34 +137,48 @@ def _varint_size(value: int) -> int:
     return max(1, (value.bit_length() + 6) // 7)
 
 
-def encode_sorted_sets(lo: np.ndarray, hi: np.ndarray, owner: np.ndarray, sets: int) -> tuple[np.ndarray, np.ndarray]:
+def encode_sorted_sets(
+    lo: np.ndarray,
+    hi: np.ndarray,
+    owner: np.ndarray,
+    sets: int,
+    keys: np.ndarray | None = None,
+    key_owner: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """Sorted-set encodings of many sets at once: the bytes concatenated (uint8) and their int64 offsets.
 
     ``lo``/``hi``/``owner`` are each set's maximal runs sorted by (owner, lo); sets
     without runs are empty. Each set gets exactly the bytes :func:`encode_sorted_keys`
     gives it (same mode choice), in numpy passes over the batch's runs and delta-mode
     ids: a batch of many small sets costs what its ids cost, not per-set Python.
+    ``keys``/``key_owner``, when the caller has them, are the same sets' keys sorted by
+    (owner, key): delta mode then takes them instead of expanding the runs again.
     """
     owner = owner.astype(np.int64, copy=False)
     run_count = np.bincount(owner, minlength=sets)
     run_first = np.cumsum(run_count) - run_count
     has_runs = run_count > 0
+    nonempty_first = run_first[has_runs]
     first_run = np.zeros(lo.size, dtype=bool)
-    first_run[run_first[has_runs]] = True
+    first_run[nonempty_first] = True
     spans = hi - lo
     gaps = np.zeros(lo.size, dtype=np.uint64)
     gaps[1:] = lo[1:] - hi[:-1]  # >= 2 inside a set; meaningless at a set's first run
-    inner = ~first_run
-    per_set = lambda values: np.bincount(owner, weights=values, minlength=sets).astype(np.int64)  # noqa: E731
-    counts = np.zeros(sets, dtype=np.int64)  # size of the ids in a set, or -1 when beyond delta mode
+
+    def per_set(values: np.ndarray) -> np.ndarray:
+        sums = np.zeros(sets, dtype=values.dtype)
+        if lo.size:
+            sums[has_runs] = np.add.reduceat(values, nonempty_first)
+        return sums
+
+    def gap_sizes(step: np.uint64) -> np.ndarray:
+        return per_set(np.where(first_run, 0, varint_sizes(gaps - step)))
+
+    counts = np.zeros(sets, dtype=np.int64)  # ids in each set, or -1 when beyond delta mode
     if lo.size:
-        span_sums = np.add.reduceat(spans, run_first[has_runs])  # exact unless a set nears 2**64 ids
-        near_full = np.bincount(owner, weights=spans.astype(np.float64), minlength=sets)[has_runs] >= 2.0**61
+        span_sums = per_set(spans)[has_runs]  # exact unless a set nears 2**64 ids
+        near_full = per_set(spans.astype(np.float64))[has_runs] >= 2.0**61
         counts[has_runs] = np.where(near_full, -1, span_sums.astype(np.int64) + run_count[has_runs])
-    inner_gaps, inner_owner = gaps[inner], owner[inner]
-    gap_sizes = lambda step: np.bincount(  # noqa: E731
-        inner_owner, weights=varint_sizes(inner_gaps - step), minlength=sets
-    ).astype(np.int64)
     run_size = varint_sizes(run_count.astype(np.uint64)) + per_set(varint_sizes(spans)) + gap_sizes(_TWO)
     delta_size = varint_sizes(np.maximum(counts, 0).astype(np.uint64)) + (counts - run_count) + gap_sizes(_ONE)
     deltas = ~has_runs | ((counts >= 0) & (delta_size < run_size))
@@ -175,24 +189,30 @@ def encode_sorted_sets(lo: np.ndarray, hi: np.ndarray, owner: np.ndarray, sets: 
     values = np.empty(int(value_count.sum()), dtype=np.uint64)
     values[value_first] = np.where(deltas, counts, run_count).astype(np.uint64)
     in_deltas = deltas[owner]
-    keys = keys_from_runs(lo[in_deltas], hi[in_deltas])
-    if keys.size:
+    all_deltas = bool(in_deltas.all())
+    if keys is None or key_owner is None:
+        keys = keys_from_runs(lo[in_deltas], hi[in_deltas])
         key_owner = np.repeat(owner[in_deltas], (spans[in_deltas] + _ONE).astype(np.int64))
+    elif not all_deltas:
+        in_delta_sets = deltas[key_owner]
+        keys, key_owner = keys[in_delta_sets], key_owner[in_delta_sets]
+    if keys.size:
         key_first = np.cumsum(counts * deltas) - counts * deltas
-        slots = value_first[key_owner] + 1 + np.arange(keys.size) - key_first[key_owner]
+        slots = np.arange(1, keys.size + 1) + (value_first - key_first)[key_owner]
         is_first = np.ones(keys.size, dtype=bool)
         is_first[1:] = key_owner[1:] != key_owner[:-1]
         steps = np.empty(keys.size, dtype=np.uint64)
         steps[1:] = keys[1:] - keys[:-1] - _ONE
         steps[is_first] = _key_to_zigzag_id(keys[is_first])
         values[slots] = steps
-    in_runs = ~in_deltas
-    if in_runs.any():
+    if not all_deltas:
+        in_runs = ~in_deltas
         run_owner = owner[in_runs]
         slots = value_first[run_owner] + 1 + 2 * (np.flatnonzero(in_runs) - run_first[run_owner])
         values[slots] = np.where(first_run[in_runs], _key_to_zigzag_id(lo[in_runs]), gaps[in_runs] - _TWO)
         values[slots + 1] = spans[in_runs]
-    value_bytes = np.add.reduceat(varint_sizes(values), value_first) if sets else np.zeros(0, dtype=np.int64)
+    value_sizes = varint_sizes(values)
+    value_bytes = np.add.reduceat(value_sizes, value_first) if sets else np.zeros(0, dtype=np.int64)
     lengths = HEADER_SIZE + 1 + value_bytes
     offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
     out = np.empty(int(offsets[-1]), dtype=np.uint8)
@@ -200,7 +220,9 @@ def encode_sorted_sets(lo: np.ndarray, hi: np.ndarray, owner: np.ndarray, sets: 
     prefix = np.frombuffer(header(KIND_SORTED), dtype=np.uint8)
     out[(starts[:, None] + np.arange(HEADER_SIZE)).reshape(-1)] = np.tile(prefix, sets)
     out[starts + HEADER_SIZE] = np.where(deltas, MODE_DELTAS, MODE_RUNS)
-    out[_ranges(starts + HEADER_SIZE + 1, offsets[1:])] = np.frombuffer(encode_varints(values), dtype=np.uint8)
+    out[_ranges(starts + HEADER_SIZE + 1, offsets[1:])] = np.frombuffer(
+        encode_varints(values, value_sizes), dtype=np.uint8
+    )
     return out, offsets
 
 
@@ -281,7 +303,14 @@ def periodic_sets(lo: np.ndarray, hi: np.ndarray, owner: np.ndarray, sets: int) 
     return periodic
 
 
-def compact_encodings(lo: np.ndarray, hi: np.ndarray, owner: np.ndarray, sets: int) -> tuple[np.ndarray, np.ndarray]:
+def compact_encodings(
+    lo: np.ndarray,
+    hi: np.ndarray,
+    owner: np.ndarray,
+    sets: int,
+    keys: np.ndarray | None = None,
+    key_owner: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """Each set's compact encoding: sorted ids, or the roBDD where that is smaller.
 
     Like a roaring bitmap choosing its containers: small and scattered sets (a few ids per
@@ -289,9 +318,10 @@ def compact_encodings(lo: np.ndarray, hi: np.ndarray, owner: np.ndarray, sets: i
     sorted, and a periodic set becomes a roBDD when its encoding is smaller (ties stay
     sorted). The choice depends on the set alone, so equal sets get equal bytes.
     ``lo``/``hi``/``owner`` are each set's maximal runs sorted by (owner, lo); returns the
-    bytes concatenated (uint8) and their offsets.
+    bytes concatenated (uint8) and their offsets; ``keys``/``key_owner`` as for
+    :func:`encode_sorted_sets`.
     """
-    data, offsets = encode_sorted_sets(lo, hi, owner, sets)
+    data, offsets = encode_sorted_sets(lo, hi, owner, sets, keys, key_owner)
     candidates = np.flatnonzero(periodic_sets(lo, hi, owner, sets))
     if candidates.size == 0:
         return data, offsets

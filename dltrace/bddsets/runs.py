@@ -98,14 +98,23 @@ def sort_owned_keys(keys: np.ndarray, owner: np.ndarray) -> tuple[np.ndarray, np
 
 def owned_runs_from_keys(keys: np.ndarray, owner: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Maximal runs of each owner's keys (any order, duplicates allowed), sorted by (owner, lo)."""
+    return owned_runs(*distinct_owned_keys(keys, owner))
+
+
+def distinct_owned_keys(keys: np.ndarray, owner: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each owner's keys (any order, duplicates allowed) sorted by (owner, key), duplicates dropped."""
     keys, owner = sort_owned_keys(keys, owner)
     if keys.size == 0:
-        return keys, keys.copy(), owner
-    same_owner = owner[1:] == owner[:-1]
-    step = keys[1:] - keys[:-1]
+        return keys, owner
     distinct = np.ones(keys.size, dtype=bool)
-    distinct[1:] = ~same_owner | (step != 0)
-    keys, owner = keys[distinct], owner[distinct]
+    distinct[1:] = (owner[1:] != owner[:-1]) | (keys[1:] != keys[:-1])
+    return (keys, owner) if distinct.all() else (keys[distinct], owner[distinct])
+
+
+def owned_runs(keys: np.ndarray, owner: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Maximal runs of keys sorted by (owner, key) without duplicates, with their owners."""
+    if keys.size == 0:
+        return keys, keys.copy(), owner
     new_run = np.ones(keys.size, dtype=bool)
     new_run[1:] = (owner[1:] != owner[:-1]) | (keys[1:] - keys[:-1] != _ONE)
     first = np.flatnonzero(new_run)
