@@ -32,10 +32,12 @@ from sqlglot import exp
 
 from dltrace.rewriter.context import OUTPUT, RewriteContext, get_lineage
 from dltrace.rewriter.projection import is_symbolic
+from dltrace.rewriter.representation import computed_in_python
 from dltrace.rewriter.set_operation import replace_lineage_columns
 from dltrace.rewriter.terms import Term, is_lineage_column
 
 OUTER = "__dlout"
+ARGUMENT = "__dlarg"  # the arguments of a DL computed above the ORDER BY (_above_sort)
 
 DL = "DL"
 DISJOINT_ROWS = "dl_disjoint_rows"  # meta of the result: no id is in the DLs of two rows
@@ -86,8 +88,36 @@ def _with_dl(expression: exp.Expression, context: RewriteContext, keep: Callable
     query = expression.unnest()
     if isinstance(query, exp.Select) and query.args.get("having"):
         return _after_having(query, context, keep)
-    replace_lineage_columns(query, lambda terms: [(DL, _dl(terms, context, keep))])
-    return expression
+    calls: list[exp.Expression] = []
+    names = [n for n in query.named_selects if not is_lineage_column(n)]
+    sorted_ = isinstance(query, exp.Select) and query.args.get("order") and len(set(names)) == len(names)
+
+    def columns(terms) -> list[tuple[str, exp.Expression]]:
+        dl = _dl(terms, context, keep)
+        if not (sorted_ and computed_in_python(dl)):
+            return [(DL, dl)]
+        calls.append(dl)
+        return [(f"{ARGUMENT}{i}", argument) for i, argument in enumerate(dl.expressions)]
+
+    replace_lineage_columns(query, columns)
+    return _above_sort(query, calls[0]) if calls else expression
+
+
+def _above_sort(query: exp.Select, call: exp.Expression) -> exp.Select:
+    """``SELECT cols, udf(args) AS DL FROM (query with its ORDER BY, and args) AS __dlout``.
+
+    Spark samples an ORDER BY's input to partition it by range, which runs everything below
+    the sort twice: a Python UDF computing ``DL`` below it would cross to Python and build
+    every row's set twice (measured: every batch of TPC-H Q10 at SF 1 twice).  Its
+    arguments are native values, computed below the sort; the call runs once, above it.
+    """
+    names = [n for n in query.named_selects if not is_lineage_column(n)]
+    outer = exp.select(*[exp.column(n, table=OUTER) for n in names]).from_(query.subquery(OUTER, copy=False))
+    arguments = [exp.column(f"{ARGUMENT}{i}", table=OUTER) for i in range(len(call.expressions))]
+    udf = call.copy()
+    udf.set("expressions", arguments)
+    outer.select(exp.alias_(udf, DL), copy=False)
+    return outer
 
 
 def _dl(terms, context: RewriteContext, keep: Callable[[Term], bool]) -> exp.Expression:

@@ -174,6 +174,12 @@ def _is_union(sql: exp.Expression) -> bool:
     return isinstance(sql, exp.Anonymous) and sql.name == "dl_bdd_union"
 
 
+def computed_in_python(sql: exp.Expression) -> bool:
+    """Whether a ``DL`` value is a Python UDF's result (whose native arguments may be
+    computed apart from the call: the output rule then calls it above an ORDER BY)."""
+    return _is_union(sql)
+
+
 class BddRepresentation:
     """``DL`` as ``binary``: an encoded set (sorted ids, or a roBDD where that is smaller)."""
 
