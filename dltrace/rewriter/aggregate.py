@@ -19,6 +19,7 @@ from sqlglot.optimizer.scope import Scope
 
 from dltrace.rewriter.clauses import sources
 from dltrace.rewriter.context import ROWS, RewriteContext, get_lineage, set_lineage
+from dltrace.rewriter.keys import pinned_sources
 from dltrace.rewriter.representation import call
 from dltrace.rewriter.terms import Kind, Term
 
@@ -41,13 +42,60 @@ def aggregate(select: exp.Select, scope: Scope, context: RewriteContext) -> exp.
     if is_aggregate(select):
         rows = get_lineage(select, ROWS)
         size = expected_group_lineage(select, context)
-        by_key = grouped_by_key(select, context.table_keys or {})
-        set_lineage(select, ROWS, [
-            one_row_per_group(term) if term.kind is Kind.ID and term.source in by_key and context.ids_ordered_by_table
-            else context.representation.aggregate(term, group_size=size)
-            for term in rows
-        ])
+        plain = not has_grouping_sets(select)
+        by_key = grouped_by_key(select, context.table_keys or {}) if plain else frozenset()
+        terms = []
+        for term in rows:
+            if term.kind is Kind.ID and term.source in by_key and context.ids_ordered_by_table:
+                terms.append(one_row_per_group(term))
+                continue
+            aggregated = context.representation.aggregate(term, group_size=size)
+            if not plain:  # ROLLUP, CUBE, GROUPING SETS: a row is in several groups
+                aggregated = replace(aggregated, unique=False)
+            elif not aggregated.unique and in_one_group(term, rows, select, context):
+                aggregated = replace(aggregated, unique=True)
+            terms.append(aggregated)
+        set_lineage(select, ROWS, terms)
     return select
+
+
+def has_grouping_sets(select: exp.Select) -> bool:
+    """True when ``select`` groups by ROLLUP, CUBE or GROUPING SETS, which put a row into
+    several groups (the groups' DLs then share ids, and a key no longer pins a group to
+    one row)."""
+    group = select.args.get("group")
+    return group is not None and any(True for _ in group.find_all(exp.Rollup, exp.Cube, exp.GroupingSets))
+
+
+def in_one_group(term: Term, rows: tuple[Term, ...], select: exp.Select, context: RewriteContext) -> bool:
+    """True when no id of ``term`` reaches two groups, though rows may repeat it inside one.
+
+    So it is when distinct rows of the term's table carry disjoint ids (row ids of a base
+    table; a saved result whose rows' DLs are disjoint), each of its rows determines every
+    GROUP BY value (their columns belong to tables its row pins by key equalities: customer,
+    orders and lineitem grouped by ``c_custkey``), and no other term covers its tables.  A
+    saved step grouping lineitems by customer is then disjoint, and the step that reads it
+    unions its DLs without deduplicating them.
+    """
+    group = select.args.get("group")
+    if group is None or term.source is None or term.shared:
+        return False
+    if any(other is not term and other.tables & term.tables for other in rows):
+        return False
+    table = next((s for s in sources(select) if isinstance(s, exp.Table) and s.alias_or_name == term.source), None)
+    if table is None:
+        return False
+    name = table.name.lower()
+    saved = context.saved.get(name)
+    if not (name in context.codes and context.ids_ordered_by_table or saved is not None and saved.disjoint):
+        return False
+    pinned = pinned_sources(select, context.table_keys or {}, term.source)
+    parts = group.expressions
+    return bool(parts) and all(
+        not part.find(exp.Subquery) and (columns := list(part.find_all(exp.Column)))
+        and all(column.table in pinned for column in columns)
+        for part in parts
+    )
 
 
 def one_row_per_group(term: Term) -> Term:
