@@ -38,7 +38,7 @@ from pathlib import Path
 
 from sqlglot import exp
 
-from dltrace.catalog import NAME_PATTERN, Catalog, quoted, with_positions
+from dltrace.catalog import NAME_PATTERN, Catalog, quoted
 from dltrace.errors import BadInput, CatalogError, DltraceError
 from dltrace.validation import check_result
 
@@ -50,6 +50,9 @@ INDEX_SCHEMA = {INDEX_ID: "bigint", ROW: "bigint"}
 DIRECTORY = "results"
 METADATA = "result.json"
 ROWS_ROW_GROUP_BYTES = 4 << 20  # small row groups: a lookup by _row reads little
+# DL's ids are (nearly) all distinct, so Parquet's dictionary for them fills up on the first
+# page and is dropped; building it cost a tenth of saving a step whose rows hold 4.5M ids
+ROWS_WRITE_OPTIONS = {"parquet.block.size": str(ROWS_ROW_GROUP_BYTES), f"parquet.enable.dictionary#{DL}.list.element": "false"}
 INDEX_ROW_GROUP_BYTES = 1 << 20
 # a forward index by default from this many rows and bytes on: below, one scan of the saved
 # DLs is as fast as an index lookup plus the fetch of the hit rows (README: measured at 11,620
@@ -184,12 +187,9 @@ class ResultStore:
         data_dir = home / stamp
         data_dir.mkdir(parents=True)
         try:
-            numbered, cached, rows = with_positions(frame, ROW)
-            try:
-                saved = numbered.select(ROW, *map(quoted, columns), DL)
-                saved.write.option("parquet.block.size", ROWS_ROW_GROUP_BYTES).parquet(str(data_dir / "rows.parquet"))
-            finally:
-                cached.unpersist()
+            saved = numbered(frame).select(ROW, *map(quoted, columns), DL)
+            saved.write.options(**ROWS_WRITE_OPTIONS).parquet(str(data_dir / "rows.parquet"))
+            rows = parquet_rows(data_dir / "rows.parquet")
             schema = {f.name: f.dataType.simpleString() for f in saved.schema.fields}
             if index is None:
                 index = rows >= INDEX_MIN_ROWS and directory_bytes(data_dir / "rows.parquet") >= INDEX_MIN_BYTES
@@ -339,6 +339,30 @@ def lineage_ids(frame):
         udafs.register(frame.sparkSession)
         return F.expr(f"dl_ids({DL})")
     raise BadInput(f"cannot save lineage of type {kind}: DL must be an id set (array<bigint>) or an roBDD (binary)")
+
+
+def numbered(frame):
+    """``frame`` with ``_row``: each row's position in ``frame``'s own order, densely from 0,
+    given in the pass that writes the rows.
+
+    Spark's distributed sequence (pandas-on-Spark's default index: ``RDD.zipWithIndex`` in
+    the JVM) numbers a row by the sizes of the partitions before its own.  Rows in one
+    partition are numbered as they stream; several are counted first by a job over the
+    final stage alone (the shuffles feeding it are not run again), its rows kept serialized
+    for the write.  ``catalog.with_positions`` instead keeps every row, DLs included, in a
+    columnar cache and counts it in a job of its own: seconds when 100,000 rows hold millions
+    of ids (README, "Where performance stands").
+    """
+    from pyspark.sql.internal import InternalFunction
+
+    return frame.select(InternalFunction.distributed_sequence_id().alias(ROW), *map(quoted, frame.columns))
+
+
+def parquet_rows(path: Path) -> int:
+    """The number of rows of a Parquet directory, from its files' footers (no Spark job)."""
+    import pyarrow.parquet as pq
+
+    return sum(pq.read_metadata(file).num_rows for file in path.glob("*.parquet") if not file.name.startswith((".", "_")))
 
 
 def directory_bytes(path: Path) -> int:

@@ -143,6 +143,25 @@ def test_saved_lineage_and_row_numbers_are_not_query_columns(pipelines):
         pipelines.sql("select c_nationkey, DL from cols_by_nation")
 
 
+def test_rows_over_several_partitions_are_numbered_in_result_order(pipelines):
+    """``_row`` follows the ORDER BY across the sorted partitions, densely from 0, when a
+    save's rows are spread over several of them (numbered as they are written)."""
+    query = "select o_orderkey, o_totalprice from orders order by o_totalprice desc, o_orderkey"
+    spark = pipelines.spark
+    spark.conf.set("spark.sql.adaptive.coalescePartitions.enabled", "false")  # keep the 4 range partitions
+    try:
+        frame = pipelines.sql(query)
+        assert frame.rdd.getNumPartitions() > 1
+        saved = pipelines.save(frame, "numbered_orders")
+    finally:
+        spark.conf.unset("spark.sql.adaptive.coalescePartitions.enabled")
+    rows = pipelines.result("numbered_orders").collect()
+    assert saved.rows == len(rows) == 15000
+    assert [r._row for r in rows] == list(range(len(rows)))
+    assert [(r.o_totalprice, r.o_orderkey) for r in rows] == sorted(((r.o_totalprice, r.o_orderkey) for r in rows),
+                                                                    key=lambda v: (-v[0], v[1]))
+
+
 def test_a_step_is_disjoint_when_each_rows_group_is_pinned_by_keys():
     """Lineitems grouped by their customer: each order's and lineitem's row pins the group (by
     key equalities), so no id is in two rows' DLs, and a step reading them needs no
