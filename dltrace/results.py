@@ -347,11 +347,11 @@ def numbered(frame):
 
     Spark's distributed sequence (pandas-on-Spark's default index: ``RDD.zipWithIndex`` in
     the JVM) numbers a row by the sizes of the partitions before its own.  Rows in one
-    partition are numbered as they stream; several are counted first by a job over the
-    final stage alone (the shuffles feeding it are not run again), its rows kept serialized
-    for the write.  ``catalog.with_positions`` instead keeps every row, DLs included, in a
-    columnar cache and counts it in a job of its own: seconds when 100,000 rows hold millions
-    of ids (README, "Where performance stands").
+    partition are numbered as they stream; with several, all but the last are counted first
+    by a job over the final stage alone (the shuffles feeding it are not run again), their
+    rows kept serialized for the write.  ``catalog.with_positions``, which saves used before
+    (registration still does), caches every row, DLs included, in a columnar cache and
+    counts it in a job of its own: seconds when 100,000 rows hold millions of ids.
     """
     from pyspark.sql.internal import InternalFunction
 
