@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test fuzz bench clean
+.PHONY: demo lint test test-fast fuzz bench clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10))' || { echo "dltrace needs Python 3.10 or newer"; exit 2; }
@@ -16,8 +16,16 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/dltrace demo
 
-test: $(STAMP)
+lint: $(STAMP)
+	$(BIN)/ruff check
+
+test: lint
 	$(BIN)/python -m pytest -q
+
+# what needs no JVM, in seconds: the rule fixtures, the golden SQL, the doctests, the unit
+# tests (tests/conftest.py: a test that starts a JVM fails here; mark it spark)
+test-fast: $(STAMP)
+	DLTRACE_NO_JVM=1 DLTRACE_FUZZ_SCALE=0.2 $(BIN)/python -m pytest -q -m "not spark and not slow"
 
 # the fuzzed front door with 20 times the cases `make test` runs
 fuzz: $(STAMP)

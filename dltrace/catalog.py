@@ -1,9 +1,12 @@
-"""The lineage catalog (DESIGN §3): registered tables, their codes, and Parquet with ``_dl_id``.
+"""The lineage catalog (its format: docs/formats.md): registered tables, their codes, and Parquet with ``_dl_id``.
 
 Layout of a catalog directory::
 
     catalog.json                     {"format": 1, "version": N, "tables": {name: entry}}
     tables/<name>-v<k>.parquet/      the source's columns plus ``_dl_id`` (bigint)
+
+A Parquet source registered without ``--order-by`` is not copied: the entry lists its files
+(``files``) and ``<name>-v<k>.parquet`` is never written (dltrace/table_data.py).
 
 Any Parquet reader can join ids back to rows without dltrace.  Every write goes to a
 temporary name first and is renamed into place, so a failed registration leaves the
@@ -13,6 +16,7 @@ versions (listed in the entry's ``previous``): saved results' lineage may name t
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
 import operator
@@ -28,6 +32,7 @@ from pathlib import Path
 from dltrace.errors import BadInput, CatalogError, UnknownTable
 from dltrace.ids import MAX_TABLE_CODE, make_id, split_id
 from dltrace.recovery import sweep
+from dltrace.table_data import file_records, is_glob, listed_files
 from dltrace.validation import check_catalog
 
 FORMAT = 1
@@ -50,7 +55,7 @@ class TableEntry:
     format: str = "parquet"
     fingerprint: str = ""
     registered_at: float = field(default_factory=time.time)
-    # Revisions (DESIGN §3).  ``version`` numbers this table's data (``path`` ends in
+    # Revisions (docs/semantics.md, "Ids").  ``version`` numbers this table's data (``path`` ends in
     # ``-v<version>.parquet``); ``next_row`` is one past the highest row number ever given
     # out, so a revision's new ids never collide with old ones; ``changes`` counts rows
     # against the previous version; ``previous`` lists the earlier versions, oldest first,
@@ -59,6 +64,9 @@ class TableEntry:
     next_row: int = 0
     changes: dict[str, int] = field(default_factory=dict)
     previous: list[dict] = field(default_factory=list)
+    # In place (dltrace/table_data.py): the source's Parquet files, read where they are, ids
+    # computed from each file's first row and the row's index in it; None: ``path`` holds a copy.
+    files: list[dict] | None = None
 
     def version_schema(self, version: int | None) -> dict[str, str] | None:
         """The columns and types of data ``version`` (None: current), with ``_dl_id``; None
@@ -106,10 +114,12 @@ class Catalog:
             data = json.loads(self.file.read_text())
         except (OSError, ValueError) as error:
             raise CatalogError(f"cannot read {self.file}: {error}") from None
-        check_catalog(data, self.file, FORMAT)
+        check_catalog(data, self.file, FORMAT, TableEntry)
         self.version = data.get("version", 0)
         self.retired_codes = data.get("retired_codes", [])
-        self.tables = {name: TableEntry(**_with_revision_fields(entry)) for name, entry in data.get("tables", {}).items()}
+        self.tables = {
+            name: TableEntry(**_with_revision_fields(entry)) for name, entry in data.get("tables", {}).items()
+        }
 
     def save(self) -> None:
         """Write ``catalog.json`` atomically with the version advanced by one."""
@@ -172,13 +182,18 @@ class Catalog:
 def source_fingerprint(path: Path, fmt: str, options: dict) -> str:
     """A digest of the source files (names, sizes, modification times) and the options,
     so that registering the same source again is recognised and costs nothing."""
-    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    if is_glob(path) and not path.exists():
+        files = sorted((Path(p) for p in glob.glob(str(path)) if Path(p).is_file()), key=str)
+    else:
+        files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
     digest = hashlib.sha256(json.dumps([fmt, options], sort_keys=True).encode())
     for file in files:
         if file.name.startswith((".", "_")):
             continue
         stat = file.stat()
-        digest.update(f"{file.relative_to(path) if file != path else file.name}|{stat.st_size}|{stat.st_mtime_ns}".encode())
+        # a directory's files by their relative path, a file by its name, a glob's by the whole path
+        named = file.relative_to(path) if path in file.parents else file.name if file == path else file
+        digest.update(f"{named}|{stat.st_size}|{stat.st_mtime_ns}".encode())
     return digest.hexdigest()[:32]
 
 
@@ -201,11 +216,13 @@ def check_header(path: str | os.PathLike, columns: list[str], header: bool | Non
     >>> check_header("n.csv", ["00", "ALGERIA", "0"], None)
     Traceback (most recent call last):
     dltrace.errors.BadInput: n.csv: the first row looks like data, not column names (00, 0): register with --no-header (columns _c0, _c1, ...), or --header to take it as names
-    """
+    """  # noqa: E501
     data_like = [c for c in columns if DATA_LIKE.match(c)]
     if header is None and data_like:
-        raise BadInput(f"{path}: the first row looks like data, not column names ({', '.join(data_like[:3])}): "
-                       "register with --no-header (columns _c0, _c1, ...), or --header to take it as names")
+        raise BadInput(
+            f"{path}: the first row looks like data, not column names ({', '.join(data_like[:3])}): "
+            "register with --no-header (columns _c0, _c1, ...), or --header to take it as names"
+        )
 
 
 def guess_format(path: Path) -> str:
@@ -229,16 +246,23 @@ def register(
     order_by: list[str] | None = None,
     fmt: str | None = None,
     header: bool | None = None,
+    copy: bool = False,
 ) -> TableEntry:
     """Register ``path`` as table ``name``: ids dense from 0 in ``order_by`` order (ties and
     the default follow the source's own row order), written as Parquet with ``_dl_id``.
+
+    A Parquet source (a file, a directory, a glob) without ``order_by`` is registered in
+    place unless ``copy``: nothing is written, ids follow the files sorted by path and the
+    rows' order in each (dltrace/table_data.py); a directory with subdirectories (a
+    partitioned layout) and a revision of a copied table with the same key (whose unchanged
+    rows keep their ids) are copied.
 
     ``header`` (CSV only): whether the first row holds the column names.  By default it
     does, unless it looks like data (``check_header``), which is refused: say which.
     A source with no rows is a table with its schema and no ids; one without columns (an
     empty file) is refused.
 
-    Registering a revised source (DESIGN §3): with the same key as before, unchanged rows keep
+    Registering a revised source (docs/semantics.md, "Ids"): with the same key as before, unchanged rows keep
     their ids and new or changed rows get new ones, numbered in ``order_by`` order after the
     highest row number the table ever had, so an old id never names a different row.  The
     new data is a new version; the old version's Parquet stays for impact on old rows.
@@ -250,7 +274,7 @@ def register(
         raise BadInput(f"'{name}' is not a valid table name: use letters, digits and _")
     name = name.lower()
     source = Path(path).expanduser().resolve()
-    if not source.exists():
+    if not source.exists() and not (is_glob(source) and glob.glob(str(source))):
         raise BadInput(f"{path}: no such file or directory")
     fmt = (fmt or guess_format(source)).lower()
     if fmt not in FORMATS:
@@ -260,10 +284,19 @@ def register(
     key = [k.strip() for k in key] if key else None
     order_by = [c.strip() for c in order_by] if order_by else None
     # a CSV read without a header is another source; with one, as before this option existed
-    options = {"key": key, "order_by": order_by, **({"header": False} if fmt == "csv" and header is False else {})}
+    options = {
+        "key": key,
+        "order_by": order_by,
+        **({"header": False} if fmt == "csv" and header is False else {}),
+        **({"copy": True} if copy else {}),
+    }
     fingerprint = source_fingerprint(source, fmt, options)
     previous = catalog.tables.get(name)
-    if previous and previous.fingerprint == fingerprint and (catalog.directory / previous.path).exists():
+    if (
+        previous
+        and previous.fingerprint == fingerprint
+        and (previous.files or (catalog.directory / previous.path).exists())
+    ):
         return previous
 
     try:
@@ -292,6 +325,38 @@ def register(
     code = previous.code if previous else catalog.next_code()
     schema = {f.name: f.dataType.simpleString() for f in frame.schema.fields}
     first_new_row = previous.next_row if previous else 0
+    version = 1 + max(
+        [
+            int(m.group(1))
+            for p in (catalog.directory / "tables").glob(f"{name}-v*.parquet")
+            if (m := re.match(rf"{re.escape(name)}-v(\d+)\.parquet$", p.name))
+        ]
+        + list(previous.version_paths() if previous else [0])
+    )
+    keeps_ids = key and previous and previous.key == key and not previous.files
+    files = listed_files(source) if fmt == "parquet" and not order_by and not copy and not keeps_ids else None
+    if files:
+        records = file_records(spark, files, first_new_row)
+        rows = sum(record["rows"] for record in records)
+        entry = TableEntry(
+            code=code,
+            path=f"tables/{name}-v{version}.parquet",
+            source=str(source),
+            key=key,
+            order_by=None,
+            rows=rows,
+            schema=schema,
+            format=fmt,
+            fingerprint=fingerprint,
+            version=version,
+            next_row=first_new_row + rows,
+            changes={"unchanged": 0, "new": rows, "removed": previous.rows} if previous else {},
+            previous=[*previous.previous, _version_record(previous)] if previous else [],
+            files=records,
+        )
+        catalog.tables[name] = entry
+        catalog.save()
+        return entry
     staged = _in_source_order(frame, F)
     matched = _match_previous(catalog, previous, staged, key, schema, F) if previous else None
     fresh = staged if matched is None else matched.where(F.col("__old").isNull()).drop("__old")
@@ -304,10 +369,6 @@ def register(
     if matched is not None:
         kept = matched.where(F.col("__old").isNotNull()).select(*map(quoted, columns), F.col("__old").alias(ID_COLUMN))
         table = kept.unionByName(table).orderBy(ID_COLUMN)  # files in id order: lookups by id skip row groups
-    version = 1 + max(
-        [int(m.group(1)) for p in (catalog.directory / "tables").glob(f"{name}-v*.parquet")
-         if (m := re.match(rf"{re.escape(name)}-v(\d+)\.parquet$", p.name))] or [0]
-    )
     relative = f"tables/{name}-v{version}.parquet"
     final = catalog.directory / relative
     tmp = catalog.directory / "tables" / f".tmp-{name}-{os.getpid()}-{time.time_ns()}"
@@ -315,15 +376,24 @@ def register(
     interrupted = False
     try:
         table.write.mode("overwrite").parquet(str(tmp))
-        rows, new_rows = spark.read.parquet(str(tmp)).agg(
-            F.count(F.lit(1)), F.coalesce(F.sum((F.col(ID_COLUMN) >= first_new_id).cast("long")), F.lit(0))
-        ).first()
+        rows, new_rows = (
+            spark.read.parquet(str(tmp))
+            .agg(F.count(F.lit(1)), F.coalesce(F.sum((F.col(ID_COLUMN) >= first_new_id).cast("long")), F.lit(0)))
+            .first()
+        )
         unchanged = rows - new_rows
         changes = {"unchanged": unchanged, "new": new_rows, "removed": previous.rows - unchanged if previous else 0}
         if previous and not new_rows and not changes["removed"]:
             # the same rows with the same ids: no new data version, only the new fingerprint
-            entry = replace(previous, source=str(source), order_by=order_by, format=fmt, fingerprint=fingerprint,
-                            registered_at=time.time(), changes=changes)
+            entry = replace(
+                previous,
+                source=str(source),
+                order_by=order_by,
+                format=fmt,
+                fingerprint=fingerprint,
+                registered_at=time.time(),
+                changes=changes,
+            )
         else:
             os.replace(tmp, final)
             entry = TableEntry(
@@ -370,6 +440,7 @@ def _version_record(entry: TableEntry) -> dict:
         "source": entry.source,
         "fingerprint": entry.fingerprint,
         "registered_at": entry.registered_at,
+        **({"files": entry.files} if entry.files else {}),
     }
 
 
@@ -433,5 +504,7 @@ def with_positions(ordered, name: str, start: int = 0):
     if not offsets:
         return cached.select(*columns, F.lit(start).cast("long").alias(name)), cached, 0
     offset_map = F.create_map(*[item for p, o in offsets.items() for item in (F.lit(p), F.lit(o).cast("long"))])
-    position = F.element_at(offset_map, F.col("__part")) + (F.col("__mono") - F.shiftleft(F.col("__part").cast("long"), 33))
+    position = F.element_at(offset_map, F.col("__part")) + (
+        F.col("__mono") - F.shiftleft(F.col("__part").cast("long"), 33)
+    )
     return cached.select(*columns, position.alias(name)), cached, running - start

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from dltrace.datasets import is_generated, register_tpch
 from dltrace.formatting import describe_lineage
 from dltrace.ids import split_id
 from dltrace.session import LineageSession
@@ -45,16 +46,12 @@ def data_step(sf: float, data: Path) -> str:
     >>> data_step(0.01, Path("/nonexistent"))
     'generating TPC-H SF 0.01 into /nonexistent/ (kept for later runs)'
     """
-    from tpch.data import is_generated
-
     if is_generated(sf, data):
         return f"using TPC-H SF {sf} generated earlier in {data}/"
     return f"generating TPC-H SF {sf} into {data}/ (kept for later runs)"
 
 
 def demo(catalog: str | None, data: Path, sf: float, master: str | None) -> int:
-    from tpch.register import register_tpch
-
     session = LineageSession(catalog, master=master)
     step(f"{data_step(sf, data)} and registering it in {session.catalog.directory}/")
     register_tpch(session, sf, data, progress=lambda m: step("  " + m))

@@ -1,4 +1,4 @@
-"""Errors users see: one line each, with the exit status the CLI returns (DESIGN §10)."""
+"""Errors users see: one line each, with the exit status the CLI returns (docs/errors.md)."""
 
 from __future__ import annotations
 
@@ -45,5 +45,19 @@ class CatalogError(DltraceError):
     """The catalog directory is unreadable, or written by a newer dltrace."""
 
 
+class SourceChanged(CatalogError):
+    """An in-place table's files changed since it was registered: register it again."""
+
+
 class JavaMissing(DltraceError):
     """Spark needs Java 17 or newer and it is not there."""
+
+
+def spark_error(error: Exception) -> DltraceError:
+    """A Spark exception as one line: analysis errors are the user's, others are failures."""
+    from pyspark.errors import AnalysisException
+
+    text = (getattr(error, "getMessage", None) or (lambda: str(error)))()
+    first = next((line.strip() for line in str(text).splitlines() if line.strip()), type(error).__name__)
+    cls = BadInput if isinstance(error, AnalysisException) else DltraceError
+    return cls(f"Spark: {first}")

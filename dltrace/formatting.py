@@ -5,21 +5,32 @@ In JSON, ``DL`` is the sorted list of ids as integers, whatever the representati
 
 from __future__ import annotations
 
+import argparse
 import csv
 import datetime as dt
 import decimal
 import json
+from collections.abc import Callable, Iterable, Iterator
+from typing import IO
 
-from collections import Counter
-from typing import IO, Callable, Iterable, Iterator
+import numpy as np
 
 from dltrace.bddsets import ids_from_bytes
 from dltrace.catalog import Catalog
-from dltrace.ids import split_id
+from dltrace.errors import BadInput
+from dltrace.ids import ROW_BITS, split_id
 
 DL = "DL"
 DL_VALUES = "DL_values"  # with LINEAGE ON: each granule id's decoded values, in DL order
 TABLE_DEFAULT_LIMIT = 50
+
+
+def output_limit(args: argparse.Namespace) -> int | None:
+    """How many rows to print: --limit, or a screenful for the table format; never negative."""
+    limit = args.limit if args.limit is not None else (TABLE_DEFAULT_LIMIT if args.format == "table" else None)
+    if limit is not None and limit < 0:
+        raise BadInput("--limit must be 0 or more")
+    return limit
 
 
 def plain_value(value):
@@ -53,12 +64,13 @@ def row_dicts(rows: Iterable) -> Iterator[dict]:
         yield record
 
 
-def describe_lineage(ids: list[int], catalog: Catalog, shown: int = 4) -> str:
-    """A short human description: ``store#0 item#0 sales#0`` or ``4285 ids: lineitem 4200, …``."""
+def describe_lineage(ids, catalog: Catalog, shown: int = 4) -> str:
+    """A short human description of sorted ids (a list or a numpy array): ``store#0 item#0
+    sales#0`` or ``4285 ids: lineitem 4200, …``."""
     if len(ids) <= shown:
-        return " ".join(f"{catalog.table_of_code(code)}#{row}" for code, row in map(split_id, ids)) or "∅"
-    counts = Counter(split_id(i)[0] for i in ids)
-    parts = ", ".join(f"{catalog.table_of_code(code)} {n}" for code, n in sorted(counts.items()))
+        return " ".join(f"{catalog.table_of_code(code)}#{row}" for code, row in map(split_id, map(int, ids))) or "∅"
+    codes, counts = np.unique(np.asarray(ids, dtype=np.int64) >> ROW_BITS, return_counts=True)
+    parts = ", ".join(f"{catalog.table_of_code(int(code))} {n}" for code, n in zip(codes, counts))
     return f"{len(ids)} ids: {parts}"
 
 
@@ -75,7 +87,9 @@ def write_csv(records: Iterable[dict], columns: list[str], out: IO[str]) -> int:
     writer.writerow(columns)
     count = 0
     for record in records:
-        writer.writerow([json.dumps(plain_value(record[c])) if c in (DL, DL_VALUES) else plain_value(record[c]) for c in columns])
+        writer.writerow(
+            [json.dumps(plain_value(record[c])) if c in (DL, DL_VALUES) else plain_value(record[c]) for c in columns]
+        )
         count += 1
     return count
 

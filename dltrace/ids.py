@@ -1,4 +1,4 @@
-"""Base-row ids: ``(table_code << 48) | row_number`` (DESIGN §3).
+"""Base-row ids: ``(table_code << 48) | row_number`` (docs/semantics.md, "Ids").
 
 >>> make_id(3, 41)
 844424930132009

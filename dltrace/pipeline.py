@@ -16,13 +16,13 @@ and a step replaces its old result only once the new one is complete (results.py
 
 >>> [(s.number, s.line, s.text) for s in split_statements("-- prepare\\nSELECT 1;\\n\\nCREATE VIEW v AS\\n  SELECT 2;;")]
 [(1, 2, 'SELECT 1'), (2, 4, 'CREATE VIEW v AS\\n  SELECT 2')]
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from sqlglot import exp
 from sqlglot.errors import TokenError
@@ -105,7 +105,9 @@ def run_script(session, text: str, semantics: str = "control", repr: str = "set"
         try:
             outcome = run_statement(session, statement, semantics, repr)
         except DltraceError as error:
-            raise type(error)(f"statement {statement.number} (line {statement.line}, {statement.head}): {error}") from None
+            raise type(error)(
+                f"statement {statement.number} (line {statement.line}, {statement.head}): {error}"
+            ) from None
         outcomes.append(outcome)
         if on_outcome is not None:
             on_outcome(outcome)

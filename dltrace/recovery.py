@@ -13,6 +13,8 @@ a catalog.  Temporary names (``<pid>`` is the writer's process id)::
     results/<name>/.result-<pid>-*.json       result.json before the rename
     tables/.dropped-<name>-<pid>-<ns>/        what a table drop renamed away (the drop is done)
     results/.dropped-<name>-<ns>/             what a result drop renamed away
+    samples/.tmp-<name>-<pid>-<ns>/           a table sample before the rename
+    views/.<name>-<pid>-*.tmp, udfs/...       a view's or UDF's JSON before the rename
 """
 
 from __future__ import annotations
@@ -21,9 +23,10 @@ import json
 import os
 import re
 import shutil
+import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 PID = re.compile(r"-p?(\d+)-")  # the writer's pid in a temporary name
 STAMP_PID = re.compile(r"-p(\d+)$")
@@ -46,6 +49,16 @@ def build_once(target: Path, write: Callable[[Path], None]) -> Path:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return target
+
+
+def write_json_atomically(target: Path, record: dict) -> None:
+    """``target`` holds ``record`` as JSON, written under a temporary name (``.<name>-<pid>-*``,
+    swept if the writer dies) and renamed over the old file: a reader sees one or the other."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.stem}-{os.getpid()}-", suffix=".tmp")
+    with os.fdopen(fd, "w") as handle:
+        json.dump(record, handle, indent=2)
+    os.replace(tmp, target)
 
 
 def pid_alive(pid: int) -> bool:
@@ -77,7 +90,8 @@ def sweep(directory: Path) -> None:
     """Delete what killed writers left in catalog ``directory``."""
     if not directory.is_dir():
         return
-    for pattern in (".catalog-*.json", "tables/.tmp-*", "indexes/.tmp-*", "tables/.dropped-*", "results/.dropped-*"):
+    for pattern in (".catalog-*.json", "tables/.tmp-*", "indexes/.tmp-*", "tables/.dropped-*", "results/.dropped-*",
+                    "views/.*.tmp", "udfs/.*.tmp", "samples/.tmp-*"):
         for path in directory.glob(pattern):
             if _dead_writer(path.name):
                 _remove(path)

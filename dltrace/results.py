@@ -1,16 +1,25 @@
-"""Saved results (DESIGN §7): a query's rows with their lineage, kept for impact and explain.
+"""Saved results: a query's rows with their lineage, kept for impact and explain (the format:
+docs/formats.md, "Saved results").
 
 Layout inside the catalog directory::
 
     results/<name>/result.json              metadata; the result exists iff this file does
     results/<name>/<stamp>/rows.parquet/    _row, the query's columns, DL (files in _row order)
     results/<name>/<stamp>/index.parquet/   id, _row: the forward index, sorted by id
+    results/<name>/<stamp>/shared.parquet/  set_id, id: lineage sets shared by rows, each stored once
+
+A row's full DL is its own ids (``DL``) plus the ids of every shared set it names in
+``DL_shared`` (README, "Shared lineage"): an uncorrelated subquery's lineage belongs to every
+row (TPC-H Q11's 1,048 rows share ~32,000 ids), and is stored and searched once.  Any
+Parquet reader recovers a row's ids with plain SQL: ``unnest(DL)``, union the ``id`` of the
+``shared.parquet`` rows whose ``set_id`` is in ``DL_shared``.
 
 ``_row`` numbers the output rows densely from 0 in the result's own order (its ORDER BY),
 so ``explain --row N`` names a row for good.  The forward index is SMOKE's forward rid index
 (id -> output rows) as a table: sorted by id in small row groups, a lookup of a few ids reads
 a few row groups instead of every row's DL.  It is built at save time when the saved rows
-are many and large enough for it to pay (``INDEX_MIN_ROWS``, ``INDEX_MIN_BYTES``), on request, or later (``build_index``).
+are many and large enough for it to pay (``INDEX_MIN_ROWS``, ``INDEX_MIN_BYTES``), on
+request, or later (``build_index``).
 
 A save writes a fresh ``<stamp>`` directory, then replaces ``result.json`` atomically, then
 deletes the data it replaced: a reader sees the old result or the new one, never a mix, and
@@ -33,6 +42,7 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -40,20 +50,34 @@ from sqlglot import exp
 
 from dltrace.catalog import NAME_PATTERN, Catalog, quoted
 from dltrace.errors import BadInput, CatalogError, DltraceError
+from dltrace.table_data import read_parquet
 from dltrace.validation import check_result
 
-FORMAT = 2  # 2: inputs (results, lineage_tables, stamp); format 1 files still load
+FORMAT = 3  # 3: shared sets; 2: inputs (results, lineage_tables, stamp); formats 1 and 2 still load
 ROW = "_row"
 DL = "DL"
+SHARED_REFS = "DL_shared"  # the shared sets a row's DL also holds (array<int> of their numbers)
+SHARED_SET, SHARED_ID = "set_id", "id"
+SHARED_SCHEMA = {SHARED_SET: "int", SHARED_ID: "bigint"}
 INDEX_ID = "id"
 INDEX_SCHEMA = {INDEX_ID: "bigint", ROW: "bigint"}
 DIRECTORY = "results"
 METADATA = "result.json"
 ROWS_ROW_GROUP_BYTES = 4 << 20  # small row groups: a lookup by _row reads little
-# DL's ids are (nearly) all distinct, so Parquet's dictionary for them fills up on the first
-# page and is dropped; building it cost a tenth of saving a step whose rows hold 4.5M ids
-ROWS_WRITE_OPTIONS = {"parquet.block.size": str(ROWS_ROW_GROUP_BYTES), f"parquet.enable.dictionary#{DL}.list.element": "false"}
 INDEX_ROW_GROUP_BYTES = 1 << 20
+# Parquet writer options of every file a save writes (rows, shared sets, forward index),
+# chosen from measurements (README, "Where performance stands"; `python -m tpch space
+# --candidates`): writer v2 stores a sorted id column DELTA_BINARY_PACKED when its dictionary
+# is off (ids are distinct within a row: a dictionary rarely pays, and keeps the writer from
+# the delta encoding), zstd compresses what is left.  Columns stay array<bigint> / bigint,
+# which every Parquet reader decodes natively.  At TPC-H SF 1 (22 queries) the median query
+# went from 4.2 to 1.36 bytes per id (rows.parquet and shared.parquet, every file).
+WRITE_OPTIONS: dict[str, str] = {
+    "compression": "zstd",
+    "parquet.writer.version": "v2",
+    f"parquet.enable.dictionary#{DL}.list.element": "false",  # rows.parquet's DL
+    f"parquet.enable.dictionary#{SHARED_ID}": "false",  # shared.parquet's id, and index.parquet's (INDEX_ID)
+}
 # a forward index by default from this many rows and bytes on: below, one scan of the saved
 # DLs is as fast as an index lookup plus the fetch of the hit rows (README: measured at 11,620
 # rows, where it does not pay, and at 1.5M rows, where it halves the time)
@@ -85,7 +109,10 @@ class SavedResult:
     stamp: str = ""  # names this save: the data directory's name
     results: dict[str, str] = field(default_factory=dict)  # saved results read -> their stamps
     lineage_tables: dict[str, list[int]] = field(default_factory=dict)  # base tables in DL -> data versions
-    disjoint: bool = False  # no id is in the DLs of two rows (queries reading it need not deduplicate)
+    disjoint: bool = False  # no own id is in the DLs of two rows (queries reading it need not deduplicate)
+    shared: str | None = None  # shared.parquet, relative to the catalog directory, when sets are shared
+    shared_sets: int = 0  # how many shared sets; every row names each of them in DL_shared
+    shared_ids: int = 0  # the ids of the shared sets, each counted once
 
     def __post_init__(self) -> None:
         # format 1: the stamp was only in the data path, and the lineage reached just the
@@ -103,7 +130,7 @@ class SavedResult:
     def query_columns(self) -> dict[str, str]:
         """The columns a query reading this result sees: the saved query's own, not ``_row``
         or ``DL``."""
-        return {c: t for c, t in self.schema.items() if c not in (ROW, DL)}
+        return {c: t for c, t in self.schema.items() if c not in (ROW, DL, SHARED_REFS)}
 
 
 class ResultStore:
@@ -138,15 +165,59 @@ class ResultStore:
             data = json.loads(file.read_text())
         except (OSError, ValueError) as error:
             raise CatalogError(f"cannot read {file}: {error}") from None
-        check_result(data, file, FORMAT)
+        check_result(data, file, FORMAT, SavedResult)
         return SavedResult(**data)
 
     def path(self, relative: str) -> Path:
         return (self.catalog.directory / relative).resolve()
 
     def rows(self, spark, result: SavedResult):
-        """The saved rows: ``_row``, the query's columns, ``DL``."""
+        """The saved rows as stored: ``_row``, the query's columns, ``DL`` (the row's own ids)
+        and, when the result has shared sets, ``DL_shared``."""
         return read_parquet(spark, self.path(result.data), result.schema)
+
+    def shared_sets(self, spark, result: SavedResult):
+        """The shared sets as stored, ``(set_id, id)`` sorted, or None when the result has none."""
+        return read_parquet(spark, self.path(result.shared), SHARED_SCHEMA) if result.shared else None
+
+    def row_ids(self, spark, result: SavedResult, row: int):
+        """The sorted ids (numpy int64) of row ``row``'s whole DL: its own, and those of the
+        shared sets it names.  One small read each: rows are stored in ``_row`` order in small
+        row groups, and the shared sets in set order."""
+        import numpy as np
+        from pyspark.sql import functions as F
+
+        if not 0 <= row < result.rows:
+            raise BadInput(f"result {result.name} has rows 0..{result.rows - 1}, not {row}")
+        wanted = [DL] + ([SHARED_REFS] if result.shared else [])
+        found = self.rows(spark, result).where(F.col(ROW) == row).select(*wanted).toArrow()
+        parts = (
+            [found.column(DL)[0].values.to_numpy(zero_copy_only=False)]
+            if found.num_rows and found.column(DL)[0].is_valid
+            else []
+        )
+        if result.shared and found.num_rows:
+            named = found.column(SHARED_REFS)[0].as_py() or []
+            if named:
+                sets = self.shared_sets(spark, result).where(F.col(SHARED_SET).isin(named)).select(SHARED_ID).toArrow()
+                parts.append(sets.column(0).to_numpy())
+        return np.unique(np.concatenate(parts).astype(np.int64)) if parts else np.empty(0, dtype=np.int64)
+
+    def lineage_rows(self, spark, result: SavedResult):
+        """The saved rows with each row's whole ``DL`` spelled out (sorted ids: its own and
+        those of the shared sets it names), without ``DL_shared``."""
+        from pyspark.sql import functions as F
+
+        rows = self.rows(spark, result)
+        sets = self.shared_sets(spark, result)
+        if sets is None:
+            return rows
+        whole = sets.groupBy(SHARED_SET).agg(F.collect_list(SHARED_ID).alias("__ids"))
+        named = rows.select(ROW, F.explode(SHARED_REFS).alias(SHARED_SET)).join(F.broadcast(whole), SHARED_SET)
+        shared = named.groupBy(ROW).agg(F.flatten(F.collect_list("__ids")).alias("__shared"))
+        spelled = F.array_sort(F.array_distinct(F.concat(DL, F.coalesce("__shared", F.array().cast("array<bigint>")))))
+        columns = [c for c in rows.columns if c != SHARED_REFS]
+        return rows.join(shared, ROW, "left").select(*(spelled.alias(DL) if c == DL else quoted(c) for c in columns))
 
     def index(self, spark, result: SavedResult):
         """The forward index ``(id, _row)``, or None when the result has none."""
@@ -161,8 +232,12 @@ class ResultStore:
         representation: str,
         index: bool | None = None,
         disjoint_rows: bool = False,
+        shared_sets: Sequence = (),
     ) -> SavedResult:
         """Write ``frame`` (query columns plus ``DL``) as result ``name``, replacing any older one.
+
+        ``shared_sets``: one-row DataFrames, each a sorted id array that every row's DL also
+        holds (``frame``'s ``DL`` then has the rows' own ids only); stored once each.
 
         ``index``: build the forward index (True), don't (False), or only when the saved rows
         are many and large enough for it to pay (None): below ``INDEX_MIN_ROWS`` rows or
@@ -180,21 +255,35 @@ class ResultStore:
             raise BadInput(f"the result has a column named {ROW}, which saved results use for row numbers: rename it")
         repeated = sorted({c for c in columns if lowered.count(c.lower()) > 1})
         if repeated:
-            raise BadInput(f"the result has more than one column named {', '.join(repeated)}: give its columns distinct aliases")
+            raise BadInput(
+                f"the result has more than one column named {', '.join(repeated)}: give its columns distinct aliases"
+            )
         frame = frame.withColumn(DL, lineage_ids(frame))
+        lineage_columns = [DL]
+        if shared_sets:
+            from pyspark.sql import functions as F
+
+            frame = frame.withColumn(SHARED_REFS, F.array(*map(F.lit, range(len(shared_sets)))).cast("array<int>"))
+            lineage_columns.append(SHARED_REFS)
         home = self.directory / name
-        stamp = f"{time.strftime('%Y%m%dT%H%M%S')}-{time.time_ns() % 1_000_000_000:09d}-p{os.getpid()}"  # pid: dltrace.recovery
+        # the pid is for dltrace.recovery
+        stamp = f"{time.strftime('%Y%m%dT%H%M%S')}-{time.time_ns() % 1_000_000_000:09d}-p{os.getpid()}"
         data_dir = home / stamp
         data_dir.mkdir(parents=True)
         try:
-            saved = numbered(frame).select(ROW, *map(quoted, columns), DL)
-            saved.write.options(**ROWS_WRITE_OPTIONS).parquet(str(data_dir / "rows.parquet"))
+            saved = numbered(frame).select(ROW, *map(quoted, columns), *lineage_columns)
+            saved.write.options(**WRITE_OPTIONS).option("parquet.block.size", ROWS_ROW_GROUP_BYTES).parquet(
+                str(data_dir / "rows.parquet")
+            )
             rows = parquet_rows(data_dir / "rows.parquet")
             schema = {f.name: f.dataType.simpleString() for f in saved.schema.fields}
             if index is None:
                 index = rows >= INDEX_MIN_ROWS and directory_bytes(data_dir / "rows.parquet") >= INDEX_MIN_BYTES
             if index:
-                write_index(read_parquet(frame.sparkSession, data_dir / "rows.parquet", schema), data_dir / "index.parquet")
+                write_index(
+                    read_parquet(frame.sparkSession, data_dir / "rows.parquet", schema), data_dir / "index.parquet"
+                )
+            shared_ids = write_shared_sets(shared_sets, data_dir / "shared.parquet") if shared_sets else 0
         except BaseException:
             shutil.rmtree(data_dir, ignore_errors=True)
             raise
@@ -214,6 +303,9 @@ class ResultStore:
             schema=schema,
             stamp=stamp,
             disjoint=disjoint_rows,
+            shared=str(relative / "shared.parquet") if shared_sets else None,
+            shared_sets=len(shared_sets),
+            shared_ids=shared_ids,
         )
         self._write_metadata(result)
         self._remove_unreferenced(name, keep=stamp)
@@ -316,15 +408,6 @@ class ResultStore:
                 shutil.rmtree(child, ignore_errors=True)
 
 
-def read_parquet(spark, path: Path, schema: dict[str, str] | None = None):
-    """Parquet with a known schema: given one, Spark skips the job that infers it from the
-    files' footers (a noticeable part of a sub-second lookup)."""
-    reader = spark.read
-    if schema:
-        reader = reader.schema(", ".join(f"`{name.replace('`', '``')}` {kind}" for name, kind in schema.items()))
-    return reader.parquet(str(path))
-
-
 def lineage_ids(frame):
     """``DL`` as sorted ids whatever the representation: saved results keep plain id arrays,
     which the forward index and ``arrays_overlap`` read natively (roBDDs decoded once here)."""
@@ -362,7 +445,9 @@ def parquet_rows(path: Path) -> int:
     """The number of rows of a Parquet directory, from its files' footers (no Spark job)."""
     import pyarrow.parquet as pq
 
-    return sum(pq.read_metadata(file).num_rows for file in path.glob("*.parquet") if not file.name.startswith((".", "_")))
+    return sum(
+        pq.read_metadata(file).num_rows for file in path.glob("*.parquet") if not file.name.startswith((".", "_"))
+    )
 
 
 def directory_bytes(path: Path) -> int:
@@ -378,7 +463,25 @@ def write_index(rows_frame, target: Path) -> None:
     from pyspark.sql import functions as F
 
     pairs = rows_frame.select(F.explode(DL).alias(INDEX_ID), ROW)
-    pairs.orderBy(INDEX_ID, ROW).write.option("parquet.block.size", INDEX_ROW_GROUP_BYTES).parquet(str(target))
+    pairs.orderBy(INDEX_ID, ROW).write.options(**WRITE_OPTIONS).option(
+        "parquet.block.size", INDEX_ROW_GROUP_BYTES
+    ).parquet(str(target))
+
+
+def write_shared_sets(sets: Sequence, target: Path) -> int:
+    """Each shared set's ids as ``(set_id, id)`` rows, sorted by set then id, in one file (the
+    sets are computed once each, as one sorted array); the number of ids written."""
+    from functools import reduce
+
+    from pyspark.sql import functions as F
+
+    exploded = [
+        frame.select(F.lit(number).cast("int").alias(SHARED_SET), F.explode(frame.columns[0]).alias(SHARED_ID))
+        for number, frame in enumerate(sets)
+    ]
+    rows = reduce(lambda a, b: a.unionAll(b), exploded).coalesce(1)
+    rows.write.options(**WRITE_OPTIONS).option("parquet.block.size", INDEX_ROW_GROUP_BYTES).parquet(str(target))
+    return read_parquet(rows.sparkSession, target, SHARED_SCHEMA).count()  # from the files' footers
 
 
 def names_read(query: str) -> set[str]:

@@ -1,20 +1,21 @@
-"""``LineageSession``: the Python API (DESIGN §4) over a catalog and one Spark session."""
+"""``LineageSession``: the Python API (docs/architecture.md) over a catalog and one Spark session."""
 
 from __future__ import annotations
 
 import os
 import weakref
 from pathlib import Path
-
+from typing import NamedTuple
 
 from dltrace import granularity, rewriter
-from dltrace.rewriter.base_table import tagged_row_ids
-from dltrace.rewriter.saved_result import LINEAGE_COLUMN
 from dltrace.catalog import NAME_PATTERN, Catalog, TableEntry, quoted, register
-from dltrace.errors import BadInput, DltraceError
+from dltrace.errors import BadInput, SourceChanged, spark_error
 from dltrace.plain import plain_sql, with_spark_names
-from dltrace.results import DL, ResultStore, SavedResult, names_read, read_parquet
+from dltrace.results import DL, ResultStore, SavedResult, names_read
+from dltrace.rewriter.base_table import tagged_row_ids
+from dltrace.rewriter.saved_result import LINEAGE_COLUMN, shared_view
 from dltrace.spark import get_spark
+from dltrace.table_data import check_unchanged, rows_sql, table_rows
 from dltrace.views import ViewStore, inline
 
 DEFAULT_CATALOG = ".dltrace"
@@ -26,21 +27,22 @@ def catalog_dir(catalog: str | os.PathLike | None) -> Path:
     return Path(catalog or os.environ.get("DLTRACE_CATALOG") or DEFAULT_CATALOG)
 
 
-def spark_error(error: Exception) -> DltraceError:
-    """A Spark exception as one line: analysis errors are the user's, others are failures."""
-    from pyspark.errors import AnalysisException
-
-    text = (getattr(error, "getMessage", None) or (lambda: str(error)))()
-    first = next((line.strip() for line in str(text).splitlines() if line.strip()), type(error).__name__)
-    cls = BadInput if isinstance(error, AnalysisException) else DltraceError
-    return cls(f"Spark: {first}")
-
-
 def check_savable(lineage_on: granularity.LineageOnArgument) -> None:
     """Saved results hold base-row ids, which impact and explain look up: granule ids
     (``LINEAGE ON``) name no rows, so such a result cannot be saved."""
     if lineage_on is not None:
         raise BadInput("save keeps base-row lineage for impact and explain: run the query without LINEAGE ON")
+
+
+class MadeBy(NamedTuple):
+    """What a DataFrame ``sql`` returned was computed from, for ``save`` and ``shared_lineage``."""
+
+    query: str
+    semantics: str
+    repr: str
+    lineage_on: granularity.LineageOnArgument
+    disjoint: bool  # no id in two rows' DLs: a saved result remembers it for queries reading it
+    shared: rewriter.SharedLineage | None  # the lineage with the sets all rows share held apart
 
 
 class LineageSession:
@@ -53,7 +55,10 @@ class LineageSession:
         # what each DataFrame ``sql`` returned was computed from, so that ``save(df, name)``
         # can record its query (weak: forgotten with the DataFrame)
         self._queries: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        # the rows of ``result(name)`` with their shared sets held apart, for ``shared_lineage``
+        self._held_apart: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self.temporary_views: dict[str, str] = {}  # CREATE TEMP VIEW: name -> query, for this session
+        self._udfs: dict = {}  # reason-capable UDFs registered in this session's Spark (reasons.ReasonUdf)
 
     @property
     def spark(self):
@@ -69,11 +74,48 @@ class LineageSession:
         order_by: list[str] | None = None,
         format: str | None = None,
         header: bool | None = None,
+        copy: bool = False,
     ) -> TableEntry:
         """Register a source (Parquet, CSV, JSON, ORC) as a table with lineage ids; ``header``:
-        whether a CSV's first row names the columns (default: yes, unless it looks like data)."""
+        whether a CSV's first row names the columns (default: yes, unless it looks like data).
+        Parquet without ``order_by`` is registered in place (not copied) unless ``copy``."""
         self.check_name_free(name, "a table")
-        return register(self.spark, self.catalog, name, path, key=key, order_by=order_by, fmt=format, header=header)
+        return register(self.spark, self.catalog, name, path, key=key, order_by=order_by, fmt=format, header=header,
+                        copy=copy)
+
+    # Reason-capable UDFs (README, "Reasons of ML and Python UDFs"): dltrace/reasons.py.
+
+    def register_udf(self, name: str, function, reasons=None, returns: str = "string") -> None:
+        """Register a vectorized Python UDF (pandas Series in, Series out) that queries call
+        by ``name``, with its reasoning mode (the same inputs in, a DataFrame with columns
+        ``value`` and ``reason`` out) for ``explain_reasons``.  Given as ``"module:attribute"``
+        texts, both are kept in the catalog and every later session has them."""
+        from dltrace import reasons as reasoning
+
+        udf = reasoning.make_udf(name, function, reasons, returns)
+        reasoning.register_in_spark(self.spark, udf)
+        if udf.spec is not None:
+            reasoning.UdfStore(self.catalog.directory).save(udf.spec)
+        self._udfs[udf.name] = udf
+
+    def udfs(self) -> dict:
+        """The reason-capable UDFs this session has: the catalog's, and those registered here."""
+        from dltrace import reasons as reasoning
+
+        for name, spec in reasoning.UdfStore(self.catalog.directory).all().items():
+            if name not in self._udfs or self._udfs[name].spec != spec:
+                udf = reasoning.make_udf(name, spec.function, spec.reasons, spec.returns)
+                reasoning.register_in_spark(self.spark, udf)
+                self._udfs[name] = udf
+        return dict(self._udfs)
+
+    def explain_reasons(self, result: str, row: int) -> list:
+        """The reasoning lineage of row ``row`` of saved ``result``: per call of a reason-capable
+        UDF in its query, the invocations on the rows of the row's lineage, re-run in reasoning
+        mode (``reasons.Reasons``: inputs, value, reason, and how many were re-run)."""
+        from dltrace.reasons import explain_reasons
+
+        return explain_reasons(self, result, row, self.udfs())
 
     # One namespace: registered tables, saved results and views (README, "Pipelines").
 
@@ -120,12 +162,22 @@ class LineageSession:
 
         Views belong to the Spark session, which several LineageSessions (catalogs) may share:
         what each view reads is tracked per Spark session, by absolute path.
+
+        The files of in-place tables are checked (a stat each): a changed one's error is kept
+        in ``_stale`` and raised by a query that reads the table (``run``).
         """
+        self._stale: dict[str, SourceChanged] = {}
         for name, entry in self.catalog.tables.items():
             path = str(self.catalog.data_path(name))
+            if entry.files:
+                try:
+                    check_unchanged(self.catalog, name)
+                except SourceChanged as error:
+                    self._stale[name] = error
+                    continue
             if _VIEW_PATHS.get((id(self.spark), name)) != path:
                 # the recorded schema spares Spark a job per table to infer it from footers
-                read_parquet(self.spark, path, entry.version_schema(None)).createOrReplaceTempView(name)
+                table_rows(self.spark, self.catalog, name).createOrReplaceTempView(name)
                 _VIEW_PATHS[(id(self.spark), name)] = path
         from pyspark.sql import functions as F
 
@@ -137,6 +189,8 @@ class LineageSession:
                 # natively instead of with a boxed comparator
                 lineage = F.array_compact(rows[DL]).alias(LINEAGE_COLUMN)
                 rows.select(*map(quoted, result.query_columns), lineage).createOrReplaceTempView(name)
+                if result.shared:
+                    self.store.shared_sets(self.spark, result).createOrReplaceTempView(shared_view(name))
                 _VIEW_PATHS[(id(self.spark), name)] = path
 
     def rewrite(
@@ -158,7 +212,9 @@ class LineageSession:
         if lineage_on is not None:
             return granularity.granular_sql(self, self.traceable_on_values(query) if lineage_on else query,
                                             lineage_on, semantics, repr)
-        return self.lineage_expression(query, semantics, repr, tagged_row_ids if tag_instances else None).sql(dialect="spark")
+        return self.lineage_expression(query, semantics, repr, tagged_row_ids if tag_instances else None).sql(
+            dialect="spark"
+        )
 
     def traceable_on_values(self, query: str) -> str:
         """``query`` for ``LINEAGE ON``: granules are values of base rows, so the saved results
@@ -195,11 +251,11 @@ class LineageSession:
                 raise BadInput(f"saved result {result.name} holds {result.semantics} lineage and this query asks for "
                                f"{semantics}: run it with --semantics {result.semantics} or save {result.name} again")
         return rewriter.rewrite(
-            rewriter.parse(expanded_text), self.schemas(saved), {name: entry.code for name, entry in tables.items()}, repr, semantics,
-            id_source, ids_ordered_by_table,
+            rewriter.parse(expanded_text), self.schemas(saved), {name: entry.code for name, entry in tables.items()},
+            repr, semantics, id_source, ids_ordered_by_table,
             table_rows={**{n: e.rows for n, e in tables.items()}, **{n: r.rows for n, r in saved.items()}},
             table_keys={n: e.key or [] for n, e in tables.items()},
-            saved={n: rewriter.SavedLineage(frozenset(r.lineage_tables) & frozenset(tables), r.disjoint)
+            saved={n: rewriter.SavedLineage(frozenset(r.lineage_tables) & frozenset(tables), r.disjoint, r.shared_sets)
                    for n, r in saved.items()},
         )
 
@@ -227,17 +283,33 @@ class LineageSession:
         ids with ``lineage_on``, decoded by ``decode_granules``; no ``DL`` when L is empty)."""
         query, lineage_on = granularity.split_lineage_on(query, lineage_on)
         query = self.expand(query)  # views inlined once: the rewrite, Spark's names and save read it
-        disjoint = False  # no id in two rows' DLs: a saved result remembers it for queries reading it
+        disjoint, shared = False, None
         if lineage and lineage_on is None:
             expression = self.lineage_expression(query, semantics, repr, tagged_row_ids if tag_instances else None)
             text, disjoint = expression.sql(dialect="spark"), expression.meta.get(rewriter.DISJOINT_ROWS, False)
+            shared = expression.meta.get(rewriter.SHARED)
         else:
             text = self.rewrite(query, semantics, repr, tag_instances, lineage_on) if lineage else self.plain(query)
         frame = self.run(text)
         if lineage:
             frame = with_spark_names(self, query, frame)
-            self._queries[frame] = (query, semantics, repr, lineage_on, disjoint)
+            self._queries[frame] = MadeBy(query, semantics, repr, lineage_on, disjoint, shared)
         return frame
+
+    def shared_lineage(self, frame):
+        """``frame`` (a result of ``sql`` or ``result``) with the lineage its rows share held
+        apart: ``(rows, sets)``, ``rows`` with each row's own ids in ``DL`` and ``sets`` a list
+        of one-row DataFrames (a sorted id array each) that every row's DL also holds.
+        Computing a shared set once instead of in every row is what keeps queries like TPC-H
+        Q11 (each of its rows holds the ~32,000 ids of its HAVING subquery) cheap.  ``sets``
+        is empty when the rows share nothing (``rows`` is ``frame``)."""
+        if frame in self._held_apart:
+            return self._held_apart[frame]
+        made_by = self._queries.get(frame)
+        if made_by is None or made_by.shared is None:
+            return frame, []
+        rows = with_spark_names(self, made_by.query, self.run(made_by.shared.rows.sql(dialect="spark")))
+        return rows, [self.run(query.sql(dialect="spark")) for query in made_by.shared.sets]
 
     def run(self, spark_sql: str):
         """Run Spark SQL over the catalog's tables, errors as one line."""
@@ -246,34 +318,58 @@ class LineageSession:
         from dltrace import udafs
 
         self._ensure_views()
+        self._check_fresh(names_read(spark_sql) if self._stale else set())
         udafs.register(self.spark)
+        self.udfs()  # the catalog's reason-capable UDFs, callable by name
         try:
             return self.spark.sql(spark_sql)
         except PySparkException as error:
             raise spark_error(error) from None
 
-    def script(self, query: str, semantics: str = "control", repr: str = "set", lineage_on: granularity.LineageOnArgument = None) -> str:
+    def _check_fresh(self, names) -> None:
+        """Stop if one of the tables ``names`` is in place and its files changed."""
+        stale = sorted(set(names) & set(self._stale))
+        if stale:
+            raise self._stale[stale[0]]
+
+    def script(
+        self,
+        query: str,
+        semantics: str = "control",
+        repr: str = "set",
+        lineage_on: granularity.LineageOnArgument = None,
+    ) -> str:
         """A self-contained script for ``spark-sql -f``: views over the Parquet, then the query."""
         if repr != "set":
             raise BadInput("spark-sql scripts use --repr set (the roBDD functions live in Python)")
         query, lineage_on = granularity.split_lineage_on(query, lineage_on)
         text = self.rewrite(query, semantics, repr, lineage_on=lineage_on)
-        lines = ["-- dltrace: the catalog's tables and saved results as views (tables' Parquet carries _dl_id,"
-                 " results' rows their saved DL), then the query"]
+        lines = [
+            "-- dltrace: the catalog's tables and saved results as views (tables' rows with _dl_id, stored or"
+            " computed for in-place files, results' rows their saved DL), then the query"
+        ]
         read = names_read(text)
         for name in sorted(read & set(self.catalog.tables)):
-            path = str(self.catalog.data_path(name)).replace("`", "``")
-            lines.append(f"CREATE OR REPLACE TEMPORARY VIEW {name} AS SELECT * FROM parquet.`{path}`;")
+            lines.append(f"CREATE OR REPLACE TEMPORARY VIEW {name} AS {rows_sql(self.catalog, name)};")
         for name, result in self.saved_results().items():
             if name in read:
                 path = str(self.store.path(result.data)).replace("`", "``")
                 columns = ", ".join(f"`{c.replace('`', '``')}`" for c in result.query_columns)
-                lines.append(f"CREATE OR REPLACE TEMPORARY VIEW {name} AS "
-                             f"SELECT {columns}, array_compact({DL}) AS {LINEAGE_COLUMN} FROM parquet.`{path}`;")
+                lines.append(
+                    f"CREATE OR REPLACE TEMPORARY VIEW {name} AS "
+                    f"SELECT {columns}, array_compact({DL}) AS {LINEAGE_COLUMN} FROM parquet.`{path}`;"
+                )
+                if result.shared:
+                    shared = str(self.store.path(result.shared)).replace("`", "``")
+                    lines.append(
+                        f"CREATE OR REPLACE TEMPORARY VIEW {shared_view(name)} AS SELECT * FROM parquet.`{shared}`;"
+                    )
         lines.append(text + ";")
         return "\n".join(lines) + "\n"
 
-    def decode_granules(self, ids: list[int], query: str, lineage_on: granularity.LineageOnArgument = None) -> list[dict]:
+    def decode_granules(
+        self, ids: list[int], query: str, lineage_on: granularity.LineageOnArgument = None
+    ) -> list[dict]:
         """The L values of each granule id of ``query``'s ``LINEAGE ON`` result, in order:
         ``[{"YEAR(l_shipdate)": 1995, "l_shipmode": "MAIL"}, ...]`` (dictionaries cached)."""
         return granularity.GranuleDecoder(self, query, lineage_on).decode(ids)
@@ -286,6 +382,7 @@ class LineageSession:
         for dl_id in ids:
             by_table.setdefault(self.catalog.table_of_id(dl_id), []).append(int(dl_id))
         self._ensure_views()
+        self._check_fresh(by_table)
         rows = {}
         for table, table_ids in by_table.items():
             entry = self.catalog.entry(table)
@@ -294,10 +391,17 @@ class LineageSession:
             rows[table] = [row.asDict() for row in frame.collect()]
         return rows
 
-    # Saved results, impact and explain (DESIGN §7): dltrace/results.py, dltrace/impact/.
+    # Saved results, impact and explain (docs/architecture.md, docs/formats.md): dltrace/results.py, dltrace/impact/.
 
-    def save(self, frame, name: str, query: str | None = None, semantics: str | None = None,
-             repr: str | None = None, index: bool | None = None):
+    def save(
+        self,
+        frame,
+        name: str,
+        query: str | None = None,
+        semantics: str | None = None,
+        repr: str | None = None,
+        index: bool | None = None,
+    ):
         """Keep ``frame`` (a result of ``sql``) with its lineage as result ``name``: Parquet with
         a ``_row`` number per output row, plus a forward index (id -> rows): always (``index``
         True), never (False), or when the result is large enough for it to pay (None).
@@ -305,22 +409,32 @@ class LineageSession:
         made_by = self._queries.get(frame)
         if query is None and made_by is None:
             raise BadInput("save: this DataFrame was not returned by sql() with row lineage: pass query=")
-        check_savable(made_by[3] if made_by else None)
+        check_savable(made_by.lineage_on if made_by else None)
         if query is not None:
             check_savable(granularity.split_lineage_on(query, None)[1])
-        query = self.expand(query) if query is not None else made_by[0]
-        semantics = semantics or (made_by[1] if made_by else "control")
-        repr = repr or (made_by[2] if made_by else "set")
+        query = self.expand(query) if query is not None else made_by.query
+        semantics = semantics or (made_by.semantics if made_by else "control")
+        repr = repr or (made_by.repr if made_by else "set")
         self.check_name_free(name, "a saved result")
         if name.lower() in names_read(query) and self.store.exists(name):
             raise BadInput(f"result {name.lower()} cannot be computed from itself: save it under another name")
-        disjoint = bool(made_by and made_by[4])
-        return self.store.save(frame, name, query, semantics, repr, index, disjoint_rows=disjoint)
+        disjoint = bool(made_by and made_by.disjoint)
+        rows, sets = self.shared_lineage(frame)  # shared sets are stored once, not in every row
+        if sets:
+            disjoint = made_by.shared.disjoint
+        return self.store.save(rows, name, query, semantics, repr, index, disjoint_rows=disjoint, shared_sets=sets)
 
     # Pipelines (dltrace/pipeline.py): steps saved as results, views, scripts.
 
-    def create_table(self, name: str, query: str, semantics: str = "control", repr: str = "set",
-                     replace: bool = False, index: bool | None = None) -> SavedResult:
+    def create_table(
+        self,
+        name: str,
+        query: str,
+        semantics: str = "control",
+        repr: str = "set",
+        replace: bool = False,
+        index: bool | None = None,
+    ) -> SavedResult:
         """``CREATE [OR REPLACE] TABLE name AS query``: run ``query`` with lineage and save it as
         result ``name`` (a pipeline step; the old result is replaced only when the new one is
         complete)."""
@@ -365,16 +479,37 @@ class LineageSession:
         return {name: why for name, why in self.store.staleness().items() if why}
 
     def result(self, name: str):
-        """The rows of saved result ``name``: ``_row``, the query's columns, ``DL``."""
-        from dltrace.results import ROW
+        """The rows of saved result ``name``: ``_row``, the query's columns, ``DL`` (each row's
+        whole DL, shared sets spelled out)."""
+        from pyspark.sql import functions as F
 
-        return self.store.rows(self.spark, self.store.get(name)).orderBy(ROW)
+        from dltrace.results import ROW, SHARED_ID, SHARED_REFS, SHARED_SET
+
+        saved = self.store.get(name)
+        frame = self.store.lineage_rows(self.spark, saved).orderBy(ROW)
+        if saved.shared:
+            sets = self.store.shared_sets(self.spark, saved)
+            self._held_apart[frame] = (
+                self.store.rows(self.spark, saved).drop(SHARED_REFS).orderBy(ROW),
+                [
+                    sets.where(F.col(SHARED_SET) == number).agg(F.sort_array(F.collect_list(SHARED_ID)).alias(DL))
+                    for number in range(saved.shared_sets)
+                ],
+            )
+        return frame
 
     def drop_result(self, name: str) -> None:
         self.store.drop(name)
 
-    def impact(self, source: str, result: str | None = None, query: str | None = None, mode: str | None = None,
-               semantics: str = "control", use_index: bool = True):
+    def impact(
+        self,
+        source: str,
+        result: str | None = None,
+        query: str | None = None,
+        mode: str | None = None,
+        semantics: str = "control",
+        use_index: bool = True,
+    ):
         """The output rows affected by the bad rows ``source`` names ("TABLE WHERE PREDICATE",
         "TABLE@vK WHERE ..." for data version K), in saved ``result`` or in ``query``'s output;
         ``DL`` narrowed to the bad ids.  ``mode``: stored (default with a result) or reeval.

@@ -63,7 +63,9 @@ _session = None
 
 def jvm_log_path() -> Path:
     """Where the embedded JVM's own output goes, so it never mixes with dltrace's."""
-    path = Path(os.environ.get("DLTRACE_SPARK_LOG") or Path(tempfile.gettempdir()) / f"dltrace-{os.getuid()}" / "spark.log")
+    path = Path(
+        os.environ.get("DLTRACE_SPARK_LOG") or Path(tempfile.gettempdir()) / f"dltrace-{os.getuid()}" / "spark.log"
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.exists() and path.stat().st_size > LOG_LIMIT:
         path.unlink()

@@ -1,9 +1,10 @@
 """``dltrace tables [list|drop NAME]``: the registered tables, and removing one.
 
 A drop is refused while a saved result depends on the table (its ``result.json`` lists the
-tables its lineage reaches, through the saved results it read too): that lineage names the table's ids, and explain and impact would
-lose them.  ``--force`` drops anyway.  The table's code is retired, never given to another
-table, so that ids in saved lineage can never name another table's rows.  The catalog is
+tables its lineage reaches, through the saved results it read too): that lineage names the
+table's ids, and explain and impact would lose them.  ``--force`` drops anyway.  The table's
+code is retired, never given to another table, so that ids in saved lineage can never name
+another table's rows.  The catalog is
 rewritten first (the commit), then the data of every version and its key indexes deleted.
 """
 

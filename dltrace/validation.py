@@ -1,7 +1,7 @@
 """Shape checks of the JSON files dltrace keeps (``catalog.json``, ``result.json``).
 
 A file that parses but was damaged by hand or by a foreign tool must give one line naming
-the file and the field, not a Python traceback from deep inside (DESIGN §10).  Fields are
+the file and the field, not a Python traceback from deep inside (docs/errors.md).  Fields are
 those of the dataclass the file is read into: required are those without a default; the
 types of the fields listed in ``TYPES`` are checked.
 """
@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from dltrace.errors import CatalogError
 from dltrace.ids import MAX_TABLE_CODE
@@ -63,6 +64,9 @@ TABLE_TYPES: dict[str, Check] = {
     "version": integer(1),
     "next_row": integer(),
     "changes": dict_of(integer()),
+    "files": optional(list_of(lambda f: isinstance(f, dict) and all(
+        isinstance(f.get(name), kind) for name, kind in (("path", str), ("size", int), ("mtime_ns", int), ("rows", int),
+                                                         ("first_row", int), ("uri", str))))),
     "previous": list_of(lambda old: isinstance(old, dict) and optional(SCHEMA)(old.get("schema")) and all(
         name in old and check(old[name]) for name, check in PREVIOUS_VERSION.items())),
 }
@@ -81,6 +85,9 @@ RESULT_TYPES: dict[str, Check] = {
     "index": optional(text),
     "schema": SCHEMA,
     "format": integer(),
+    "shared": optional(text),
+    "shared_sets": integer(),
+    "shared_ids": integer(),
 }
 
 
@@ -110,14 +117,15 @@ def check_format(data: dict, file: Path, known: int, what: str) -> None:
     if not integer(1)(fmt):
         raise damaged(file, f"format has a wrong value: {str(fmt)[:60]!r}")
     if fmt > known:
-        raise CatalogError(f"{file} was written by a newer dltrace ({what} format {fmt}, this one reads {known}): upgrade dltrace")
+        raise CatalogError(
+            f"{file} was written by a newer dltrace ({what} format {fmt}, this one reads {known}): upgrade dltrace"
+        )
 
 
-def check_catalog(data: Any, file: Path, known_format: int) -> None:
+def check_catalog(data: Any, file: Path, known_format: int, entry: type) -> None:
     """``catalog.json``: ``{"format", "version", "tables": {name: entry}, "retired_codes"}`` (other
-    top-level fields are left to whoever wrote them)."""
-    from dltrace.catalog import TableEntry
-
+    top-level fields are left to whoever wrote them); ``entry`` is the dataclass a table's
+    entry is read into (``catalog.TableEntry``: passed in, this module imports no reader)."""
     if not isinstance(data, dict):
         raise damaged(file, f"it must hold a JSON object, not {type(data).__name__}")
     check_format(data, file, known_format, "catalog")
@@ -129,20 +137,18 @@ def check_catalog(data: Any, file: Path, known_format: int) -> None:
     if not isinstance(tables, dict):
         raise damaged(file, f"tables must be a JSON object, not {type(tables).__name__}")
     codes: dict[int, str] = {}
-    for name, entry in tables.items():
+    for name, fields in tables.items():
         if not NAME.match(name):
             raise damaged(file, f"{name[:60]!r} is not a table name (lower-case letters, digits and _)")
-        check_fields(entry, TableEntry, TABLE_TYPES, file, f"tables.{name}")
-        if entry["code"] in codes:
-            raise damaged(file, f"tables {codes[entry['code']]} and {name} have the same code {entry['code']}")
-        codes[entry["code"]] = name
+        check_fields(fields, entry, TABLE_TYPES, file, f"tables.{name}")
+        if fields["code"] in codes:
+            raise damaged(file, f"tables {codes[fields['code']]} and {name} have the same code {fields['code']}")
+        codes[fields["code"]] = name
 
 
-def check_result(data: Any, file: Path, known_format: int) -> None:
-    """A saved result's ``result.json``."""
-    from dltrace.results import SavedResult
-
+def check_result(data: Any, file: Path, known_format: int, record: type) -> None:
+    """A saved result's ``result.json``, read into the dataclass ``record`` (``results.SavedResult``)."""
     if not isinstance(data, dict):
         raise damaged(file, f"it must hold a JSON object, not {type(data).__name__}")
     check_format(data, file, known_format, "result")
-    check_fields(data, SavedResult, RESULT_TYPES, file, "the result")
+    check_fields(data, record, RESULT_TYPES, file, "the result")

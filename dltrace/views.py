@@ -14,22 +14,21 @@ CTE, down to the base tables, which is what a pipeline of saved steps must equal
 >>> views = {"ca": "SELECT s_id FROM store WHERE state = 'CA'", "ca_sales": "SELECT * FROM sales JOIN ca USING (s_id)"}
 >>> print(inline(parse("SELECT count(*) FROM ca_sales"), views.get).sql("spark"))
 WITH ca AS (SELECT s_id FROM store WHERE state = 'CA'), ca_sales AS (SELECT * FROM sales JOIN ca USING (s_id)) SELECT COUNT(*) FROM ca_sales
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable
 
 from sqlglot import exp
 
 from dltrace.catalog import NAME_PATTERN, Catalog
 from dltrace.errors import BadInput, CatalogError
+from dltrace.recovery import write_json_atomically
 
 DIRECTORY = "views"
 
@@ -67,11 +66,7 @@ class ViewStore:
         if not NAME_PATTERN.match(name):
             raise BadInput(f"'{name}' is not a valid view name: use letters, digits and _")
         view = View(name.lower(), query, time.time())
-        self.directory.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".view-", suffix=".tmp")
-        with os.fdopen(fd, "w") as handle:
-            json.dump(asdict(view), handle, indent=2)
-        os.replace(tmp, self._file(name))
+        write_json_atomically(self._file(name), asdict(view))
         return view
 
     def drop(self, name: str) -> None:

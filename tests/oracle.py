@@ -13,17 +13,17 @@ each occurrence in the original query is restricted to the ids tagged with its n
 from __future__ import annotations
 
 import datetime as dt
-from collections import Counter
 import decimal
 import math
+from collections import Counter
 
 import sqlglot
 from sqlglot import exp
 from sqlglot.optimizer.qualify import qualify
 
 from dltrace import LineageSession
+from dltrace.table_data import duckdb_rows_sql
 from tpch.duck import connect
-
 
 INSTANCE_SHIFT = 56
 
@@ -38,10 +38,10 @@ class DuckOracle:
         self.instance_views: set[str] = set()
         self.db.execute("CREATE TEMP TABLE dl_keep (id BIGINT)")
         for name in self.tables:
-            path = session.catalog.data_path(name)
-            self.db.execute(f"CREATE TABLE base_{name} AS SELECT * FROM read_parquet('{path}/*.parquet')")
+            self.db.execute(f"CREATE TABLE base_{name} AS {duckdb_rows_sql(session.catalog, name)}")
             self.db.execute(
-                f"CREATE VIEW {name} AS SELECT * EXCLUDE (_dl_id) FROM base_{name} WHERE _dl_id IN (SELECT id FROM dl_keep)"
+                f"CREATE VIEW {name} AS SELECT * EXCLUDE (_dl_id) FROM base_{name} "
+                "WHERE _dl_id IN (SELECT id FROM dl_keep)"
             )
 
     def run(self, spark_sql: str, ids, instances: bool = False) -> list[tuple]:
@@ -103,7 +103,9 @@ def sample(rows: list, most: int) -> list:
     return [rows[round(i * step)] for i in range(most)]
 
 
-def check_completeness(oracle: DuckOracle, query: str, rows: list, tree: bool, most: int = 12, instances: bool = False) -> int:
+def check_completeness(
+    oracle: DuckOracle, query: str, rows: list, tree: bool, most: int = 12, instances: bool = False
+) -> int:
     """Assert completeness on a sample of ``rows`` (Spark rows with DL); returns rows checked."""
     checked = 0
     for row in sample(rows, most):

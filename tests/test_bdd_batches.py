@@ -74,6 +74,7 @@ def per_row_union(sets: list[bytes | None] | None, ids: list[int | None] | None)
     return union_bytes([*(sets or []), bytes_from_ids([i for i in ids or [] if i is not None], "bdd")], "bdd")
 
 
+@pytest.mark.slow
 @BATCHES
 @given(batches())
 def test_batch_union_equals_per_row_union_and_set_union(batch: tuple[list, list]) -> None:
@@ -104,11 +105,19 @@ def test_sliced_and_chunked_columns() -> None:
     whole = union_column(sets, ids).to_pylist()
     assert [ids_from_bytes(b).tolist() for b in whole] == [[1, 2, 9], [3], [5], [0, INT64_MAX]]
     assert union_column(sets.slice(1, 2), ids.slice(1, 2)).to_pylist() == whole[1:3]
-    chunked = union_column(pa.chunked_array([sets.slice(0, 2), sets.slice(2)]), pa.chunked_array([ids.slice(0, 2), ids.slice(2)]))
+    chunked = union_column(
+        pa.chunked_array([sets.slice(0, 2), sets.slice(2)]), pa.chunked_array([ids.slice(0, 2), ids.slice(2)])
+    )
     assert chunked.to_pylist() == whole
     column = pa.array([None, *whole], pa.binary())
     assert ids_column(column.slice(1, 3)).to_pylist() == [[1, 2, 9], [3], [5]]
-    assert ids_column(pa.chunked_array([column.slice(0, 2), column.slice(2)])).to_pylist() == [None, [1, 2, 9], [3], [5], [0, INT64_MAX]]
+    assert ids_column(pa.chunked_array([column.slice(0, 2), column.slice(2)])).to_pylist() == [
+        None,
+        [1, 2, 9],
+        [3],
+        [5],
+        [0, INT64_MAX],
+    ]
 
 
 def test_empty_batch_and_empty_rows() -> None:
@@ -161,7 +170,9 @@ def test_owned_runs_are_each_owners_maximal_runs(runs: list[tuple[int, int, int]
     from_keys = owned_runs_from_keys(keys, key_owner)
     expected: list[tuple[int, int, int]] = []
     for who in sorted(set(owner.tolist())):
-        members = sorted({k for a, b, o in zip(lo.tolist(), hi.tolist(), owner.tolist()) if o == who for k in range(a, b + 1)})
+        members = sorted(
+            {k for a, b, o in zip(lo.tolist(), hi.tolist(), owner.tolist()) if o == who for k in range(a, b + 1)}
+        )
         for k in members:
             if expected and expected[-1][0] == who and expected[-1][2] == k - 1:
                 expected[-1] = (who, expected[-1][1], k)

@@ -84,6 +84,7 @@ def neighbours(ids: list[int]) -> list[int]:
     return [i for i in near if INT64_MIN <= i <= INT64_MAX] + [INT64_MIN, 0, INT64_MAX]
 
 
+@pytest.mark.slow
 @FAST
 @given(id_lists(), id_lists())
 def test_implementations_agree_with_python_sets(ids: list[int], other_ids: list[int]) -> None:

@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-
 import pytest
 
 from tpch import baselines
@@ -138,3 +137,23 @@ def test_table7_checked_by_duckdb(tpch):
     assert q11.checked_avg is None, "a query with subqueries is not checked"
     table = markdown(rows, 0.01)
     assert "| paper avg | DuckDB avg |" in table and "| q11 |" in table and "n/a (subqueries)" in table
+
+
+def test_space_report_counts_whole_dls_and_compares_writer_options(tpch, tmp_path_factory, tmp_path):
+    """``python -m tpch space`` on Q11 (1 shared set): ids are the whole DLs' sizes, the shared
+    set is stored once (fewer bytes than spelled out), both saves answer stored impact."""
+    from tests.conftest import tpch_copy
+    from tpch import space
+
+    session = tpch_copy(tpch, tmp_path_factory, "space")
+    q11 = space.measure(session, "q11", load("q11"), tmp_path / "scratch", repeat=1, index=None, baseline=True)
+    saved = session.store.get(space.PREFIX + "q11")
+    assert q11.rows == saved.rows > 0 and q11.shared_ids == saved.shared_ids > 0
+    assert q11.ids == session.result(saved.name).selectExpr("sum(size(DL))").first()[0]
+    assert 0 < q11.lineage_bytes < q11.now_bytes < q11.previous_bytes < q11.raw_bytes and q11.baseline_bytes > 0
+    assert q11.impact_source.startswith("partsupp WHERE") and q11.affected == q11.rows  # a shared id: every row
+    assert q11.impact_seconds > 0 and q11.baseline_impact_seconds > 0 and 0 < q11.bound_bytes < q11.lineage_bytes
+    text = space.markdown([q11], "space", [])
+    assert "| q11 |" in text and "bytes/id, Spark defaults" in text and "impact s, Spark defaults" in text
+    space.draw(tmp_path / "space.png", [q11], "space")
+    assert (tmp_path / "space.png").read_bytes().startswith(PNG_MAGIC)

@@ -1,4 +1,4 @@
-"""The command line: output formats, the spark-sql script, and every bad input of DESIGN §10
+"""The command line: output formats, the spark-sql script, and every bad input of docs/errors.md
 that the foundation touches (one line on stderr, exit 2 for bad input)."""
 
 from __future__ import annotations
@@ -48,7 +48,9 @@ def test_json_output_has_sorted_ids(capsys, paper_catalog):
 
 
 def test_csv_and_table_output(capsys, paper_catalog):
-    code, out, _ = cli(capsys, "sql", "select i_name from item", "--catalog", paper_catalog, "--format", "csv", "--limit", "2")
+    code, out, _ = cli(
+        capsys, "sql", "select i_name from item", "--catalog", paper_catalog, "--format", "csv", "--limit", "2"
+    )
     assert code == 0 and out.splitlines()[0] == "i_name,DL" and len(out.splitlines()) == 3
     code, out, _ = cli(capsys, "sql", "select i_name from item where i_id = 1", "--catalog", paper_catalog)
     assert code == 0 and "item#0" in out and "(1 rows)" in out
@@ -124,7 +126,9 @@ def test_java_missing(monkeypatch, tmp_path):
 
 
 def test_python_m_dltrace_reports_syntax_errors():
-    result = subprocess.run([sys.executable, "-m", "dltrace", "sql", "select from where"], capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "dltrace", "sql", "select from where"], capture_output=True, text=True
+    )
     assert result.returncode == 2 and "syntax error at line 1, column" in one_line(result.stderr)
 
 
@@ -141,7 +145,11 @@ def test_rewrite_runs_in_spark_sql(capsys, tpch):
     )
     assert result.returncode == 0, result.stderr[-2000:]
     from_spark_sql = sorted(
-        (int(f[0]), f"{float(f[1]):.4f}", f[2], json.loads(f[4])) for f in (line.split("\t") for line in result.stdout.splitlines())
+        (int(f[0]), f"{float(f[1]):.4f}", f[2], json.loads(f[4]))
+        for f in (line.split("\t") for line in result.stdout.splitlines())
     )
-    ours = sorted((r.l_orderkey, f"{float(r.revenue):.4f}", str(r.o_orderdate), list(r.DL)) for r in tpch.sql(load("q3")).collect())
+    ours = sorted(
+        (r.l_orderkey, f"{float(r.revenue):.4f}", str(r.o_orderdate), list(r.DL))
+        for r in tpch.sql(load("q3")).collect()
+    )
     assert from_spark_sql == ours and len(ours) > 100

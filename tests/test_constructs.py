@@ -12,25 +12,39 @@ from tests.test_paper import keys
 CONSTRUCTS = {
     "in_uncorrelated": "select i_name from item where i_id in (select i_id from sales where s_id = 1 and num > 1500)",
     "not_in": "select i_name from item where i_id not in (select i_id from sales where num > 1000)",
-    "exists_correlated": "select s_name from store d where exists (select 1 from sales s where s.s_id = d.s_id and s.num > 2000)",
-    "not_exists_correlated": "select s_name, city from store d where not exists (select 1 from sales s where s.s_id = d.s_id and s.price > 40)",
+    "exists_correlated": "select s_name from store d where exists (select 1 from sales s where s.s_id = d.s_id and "
+                         "s.num > 2000)",
+    "not_exists_correlated": "select s_name, city from store d where not exists (select 1 from sales s where s.s_id = "
+                             "d.s_id and s.price > 40)",
     "scalar_comparison": "select t_id, num from sales where num > (select avg(num) from sales)",
-    "correlated_scalar": "select t_id from sales s1 where s1.num > (select avg(s2.num) from sales s2 where s2.s_id = s1.s_id)",
-    "correlated_non_equality": "select t_id from sales s1 where exists (select 1 from sales s2 where s2.s_id = s1.s_id and s2.t_id <> s1.t_id and s2.num > s1.num)",
-    "correlated_inequality": "select t_id from sales s1 where exists (select 1 from sales s2 where s2.s_id = s1.s_id and s2.i_id <> s1.i_id)",
+    "correlated_scalar": "select t_id from sales s1 where s1.num > (select avg(s2.num) from sales s2 where s2.s_id = "
+                         "s1.s_id)",
+    "correlated_non_equality": "select t_id from sales s1 where exists (select 1 from sales s2 where s2.s_id = s1.s_id "
+                               "and s2.t_id <> s1.t_id and s2.num > s1.num)",
+    "correlated_inequality": "select t_id from sales s1 where exists (select 1 from sales s2 where s2.s_id = s1.s_id "
+                             "and s2.i_id <> s1.i_id)",
     "aggregate_self_join": "select a.s_id, count(*) as n from sales a join sales b on a.s_id = b.s_id group by a.s_id",
-    "aggregate_key_join": "select d.state, sum(s.num) as n from sales s join store d on d.s_id = s.s_id group by d.state",
-    "in_grouped_having": "select s_name from store where s_id in (select s_id from sales group by s_id having sum(num) > 3000)",
-    "regroup_groups_by_key": "select n, count(*) as c from (select d.s_id, count(s.t_id) as n from store d left join sales s on s.s_id = d.s_id group by d.s_id) x group by n",
-    "regroup_groups_not_by_key": "select n, count(*) as c from (select d.state, count(s.t_id) as n from store d join sales s on s.s_id = d.s_id group by d.state) x group by n",
+    "aggregate_key_join": "select d.state, sum(s.num) as n from sales s join store d on d.s_id = s.s_id group by "
+                          "d.state",
+    "in_grouped_having": "select s_name from store where s_id in (select s_id from sales group by s_id having sum(num) "
+                         "> 3000)",
+    "regroup_groups_by_key": "select n, count(*) as c from (select d.s_id, count(s.t_id) as n from store d left join "
+                             "sales s on s.s_id = d.s_id group by d.s_id) x group by n",
+    "regroup_groups_not_by_key": "select n, count(*) as c from (select d.state, count(s.t_id) as n from store d join "
+                                 "sales s on s.s_id = d.s_id group by d.state) x group by n",
     "scalar_in_select": "select s_name, (select count(*) from sales s where s.s_id = d.s_id) as n from store d",
-    "having_subquery": "select s_id, sum(num) as n from sales group by s_id having sum(num) > (select avg(num) * 3 from sales)",
-    "where_subquery_in_aggregate": "select category, count(*) as n from item i where exists (select 1 from sales s where s.i_id = i.i_id and s.num >= 1000) group by category",
-    "nested_subqueries": "select s_name from store where s_id in (select s_id from sales where i_id in (select i_id from item where category = 'clothing'))",
+    "having_subquery": "select s_id, sum(num) as n from sales group by s_id having sum(num) > (select avg(num) * 3 "
+                       "from sales)",
+    "where_subquery_in_aggregate": "select category, count(*) as n from item i where exists (select 1 from sales s "
+                                   "where s.i_id = i.i_id and s.num >= 1000) group by category",
+    "nested_subqueries": "select s_name from store where s_id in (select s_id from sales where i_id in (select i_id "
+                         "from item where category = 'clothing'))",
     "left_join": "select i.i_name, s.t_id from item i left join sales s on s.i_id = i.i_id and s.num > 2000",
-    "left_join_aggregate": "select i.i_name, count(s.t_id) as n from item i left join sales s on s.i_id = i.i_id and s.num > 1000 group by i.i_name",
+    "left_join_aggregate": "select i.i_name, count(s.t_id) as n from item i left join sales s on s.i_id = i.i_id and "
+                           "s.num > 1000 group by i.i_name",
     "right_join": "select i.i_name, s.t_id from sales s right join item i on s.i_id = i.i_id and s.price > 40",
-    "full_join": "select d.s_name, s.t_id from (select * from sales where num > 1500) s full join (select * from store where state = 'NY') d on d.s_id = s.s_id",
+    "full_join": "select d.s_name, s.t_id from (select * from sales where num > 1500) s full join (select * from store "
+                 "where state = 'NY') d on d.s_id = s.s_id",
     "semi_join": "select d.s_name from store d left semi join sales s on s.s_id = d.s_id and s.num > 2000",
     "anti_join": "select d.s_name from store d left anti join sales s on s.s_id = d.s_id and s.num > 2000",
     "union_distinct": "select s_name as name from store union select s_name from store where state = 'CA'",
@@ -38,7 +52,8 @@ CONSTRUCTS = {
     "except": "select category from item except select category from item where i_id <= 2",
     "window": "select t_id, sum(num) over (partition by s_id) as store_total from sales",
     "window_no_partition": "select t_id, rank() over (order by num desc) as r from sales",
-    "cte_twice": "with big as (select * from sales where num > 1000) select a.t_id, b.t_id as t2 from big a join big b on a.s_id = b.s_id and a.t_id < b.t_id",
+    "cte_twice": "with big as (select * from sales where num > 1000) select a.t_id, b.t_id as t2 from big a join big b "
+                 "on a.s_id = b.s_id and a.t_id < b.t_id",
     "case_and_functions": "select upper(i_name) as n, case when category = 'clothing' then 1 else 0 end as c from item",
     "group_by_key_and_pinned_columns": "select s.t_id, d.s_name, i.category, sum(s.num) as n from sales s "
                                        "join store d on d.s_id = s.s_id join item i on i.i_id = s.i_id "
@@ -80,7 +95,10 @@ def test_graph_lineage_is_tree_lineage_untagged(paper, name):
 
 
 def dl(paper, query: str, semantics: str = "control") -> dict:
-    return {tuple(v for k, v in r.asDict().items() if k != "DL"): keys(paper, r.DL) for r in paper.sql(query, semantics=semantics).collect()}
+    return {
+        tuple(v for k, v in r.asDict().items() if k != "DL"): keys(paper, r.DL)
+        for r in paper.sql(query, semantics=semantics).collect()
+    }
 
 
 def test_paper_q8_hoisted_subquery(paper):
@@ -151,11 +169,18 @@ def test_grouping_by_a_key_and_what_it_pins_groups_by_the_key_alone(paper):
     narrowed = paper.rewrite(CONSTRUCTS["group_by_key_ordered"])
     assert "d.s_id AS s_id, UPPER(ANY_VALUE(d.city)) AS city" in narrowed
     assert "GROUP BY d.s_id ORDER BY ANY_VALUE(d.s_name) DESC, s_id" in narrowed
-    assert "GROUP BY s.t_id HAVING ANY_VALUE(d.s_name) <> 'Nowhere'" in paper.rewrite(CONSTRUCTS["group_by_key_and_pinned_columns"])
-    outer = "select d.s_id, d.s_name, count(s.t_id) as n from store d left join sales s on s.s_id = d.s_id group by d.s_id, d.s_name"
+    assert "GROUP BY s.t_id HAVING ANY_VALUE(d.s_name) <> 'Nowhere'" in paper.rewrite(
+        CONSTRUCTS["group_by_key_and_pinned_columns"]
+    )
+    outer = (
+        "select d.s_id, d.s_name, count(s.t_id) as n from store d left join sales s on s.s_id = d.s_id "
+        "group by d.s_id, d.s_name"
+    )
     assert "GROUP BY d.s_id, d.s_name" in paper.rewrite(outer)
-    windowed = ("select d.s_id, d.s_name, rank() over (order by d.s_name) as r, count(*) as n from store d "
-                "join sales s on s.s_id = d.s_id group by d.s_id, d.s_name")
+    windowed = (
+        "select d.s_id, d.s_name, rank() over (order by d.s_name) as r, count(*) as n from store d "
+        "join sales s on s.s_id = d.s_id group by d.s_id, d.s_name"
+    )
     assert "GROUP BY d.s_id, d.s_name" in paper.rewrite(windowed)
     query = CONSTRUCTS["group_by_key_ordered"]
     assert [r[:-1] for r in paper.sql(query).collect()] == [tuple(r) for r in paper.sql(query, lineage=False).collect()]

@@ -1,7 +1,7 @@
-"""Crash safety (DESIGN §10): ``register`` and ``sql --save`` killed with SIGKILL before,
-during and after their data write leave the catalog and the saved results exactly as they
-were or exactly as the command would have left them, never half; the next command removes
-what the killed one left behind.  Ctrl-C ends in one line and the same guarantees.
+"""Crash safety (docs/formats.md, "Atomic writes and recovery"): ``register`` and ``sql
+--save`` killed with SIGKILL before, during and after their data write leave the catalog
+and the saved results exactly as they were or exactly as the command would have left them,
+never half; the next command removes what the killed one left behind.  Ctrl-C ends in one line and the same guarantees.
 """
 
 from __future__ import annotations
@@ -50,7 +50,8 @@ def catalogs(tpch, tmp_path):
 def start(args: list[str], catalog: Path) -> subprocess.Popen:
     """``dltrace ARGS`` in its own process group (the JVM it starts included)."""
     return subprocess.Popen([sys.executable, "-m", "dltrace", *args, "--catalog", str(catalog), "--master", "local[1]"],
-                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True, text=True)
+                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
+                            text=True)
 
 
 def kill_when(processes: list[subprocess.Popen], reached: list, signums: list[int], timeout: float = 600) -> list[bool]:

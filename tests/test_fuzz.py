@@ -24,9 +24,9 @@ from hypothesis import strategies as st
 
 from dltrace import LineageSession
 from dltrace.cli import main
+from dltrace.datasets import TABLES, generate
 from dltrace.errors import DltraceError
 from dltrace.impact.source import parse_source
-from tpch.data import TABLES, generate
 from tpch.queries import SPJ, TPCH, load
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,10 +44,11 @@ PAPER_QUERIES = [
 ]
 CORPUS = PAPER_QUERIES + [load(q) for q in TPCH + SPJ]
 KEYWORDS = ["SELECT", "FROM", "WHERE", "GROUP BY", "ORDER BY", "JOIN", "ON", "(", ")", ",", "*", ";", "UNION", "AS",
-            "LINEAGE ON (", "DISTINCT", "NULL", "--", "/*", "'", '"', "`", "CASE", "END", "IN", "EXISTS", "LIMIT", "OVER"]
-ODD_LITERALS = ["10" * 40, "-0", "1e309", "NaN", "0x1F", "'\u00e9\u4e2d\U0001F600'", "''", "'a''b'", "date '2024-02-30'",
-                "9223372036854775808", "-9223372036854775809", "1.0e-400", "'\\x00'", "CAST('x' AS INT)", "X'0G'",
-                "interval 3 fortnights", "1/0", "array(1, 'a')", "'" + "x" * 5000 + "'"]
+            "LINEAGE ON (", "DISTINCT", "NULL", "--", "/*", "'", '"', "`", "CASE", "END", "IN", "EXISTS", "LIMIT",
+            "OVER"]
+ODD_LITERALS = ["10" * 40, "-0", "1e309", "NaN", "0x1F", "'\u00e9\u4e2d\U0001F600'", "''", "'a''b'",
+                "date '2024-02-30'", "9223372036854775808", "-9223372036854775809", "1.0e-400", "'\\x00'",
+                "CAST('x' AS INT)", "X'0G'", "interval 3 fortnights", "1/0", "array(1, 'a')", "'" + "x" * 5000 + "'"]
 TOKEN = re.compile(r"'(?:[^']|'')*'|\w+|\S")
 
 
@@ -56,7 +57,8 @@ def text() -> st.SearchStrategy[str]:
     return st.one_of(
         st.from_regex(r"[a-z_][a-z0-9_]{0,12}", fullmatch=True),
         st.text(min_size=1, max_size=12),
-        st.sampled_from(["nope", "DL", "_dl_id", "dl", "__dl_x", "s_id", "o_orderkey", "L_SHIPDATE", "😀", "é", "x" * 300]),
+        st.sampled_from(["nope", "DL", "_dl_id", "dl", "__dl_x", "s_id", "o_orderkey", "L_SHIPDATE", "😀", "é",
+                         "x" * 300]),
     )
 
 
@@ -95,17 +97,21 @@ def lineage_on_lists() -> st.SearchStrategy[str]:
     """``LINEAGE ON`` lists, mostly malformed."""
     item = st.one_of(st.sampled_from(["l_shipmode", "year(l_shipdate)", "o_orderdate", "orders.o_orderkey",
                                       "sum(l_quantity)", "rank() over (order by l_shipdate)", "(select 1)", "nope",
-                                      "l_shipmode + o_orderkey", "x.l_shipmode", "1", "", "(", ")", "'a'", "*"]), text())
+                                      "l_shipmode + o_orderkey", "x.l_shipmode", "1", "", "(", ")", "'a'", "*"]),
+                     text())
     return st.lists(item, max_size=4).map(lambda items: ", ".join(items))
 
 
 def sources() -> st.SearchStrategy[str]:
     """Impact sources: ``TABLE WHERE PREDICATE``, mutated."""
-    table = st.sampled_from(["orders", "lineitem", "store", "nope", "orders@v1", "orders@v0", "orders@v99999999999", ""])
+    table = st.sampled_from(
+        ["orders", "lineitem", "store", "nope", "orders@v1", "orders@v0", "orders@v99999999999", ""]
+    )
     predicate = st.one_of(
-        st.sampled_from(["o_orderkey = 42", "o_orderkey =", "_dl_id = 1", "sum(o_totalprice) > 1", "o_orderkey in (select 1)",
-                         "lineitem.l_orderkey = 1", "o_orderdate = date '1995-03-15'", "", "1", "o_orderkey = 1; drop table x",
-                         "o_orderkey = 1 group by o_orderkey", "o_comment like '%\u00e9%'", "o_orderkey = " + "9" * 50]),
+        st.sampled_from(["o_orderkey = 42", "o_orderkey =", "_dl_id = 1", "sum(o_totalprice) > 1",
+                         "o_orderkey in (select 1)", "lineitem.l_orderkey = 1", "o_orderdate = date '1995-03-15'",
+                         "", "1", "o_orderkey = 1; drop table x", "o_orderkey = 1 group by o_orderkey",
+                         "o_comment like '%\u00e9%'", "o_orderkey = " + "9" * 50]),
         mutated_sql(["o_orderkey = 42 and o_orderdate < date '1995-01-01' or o_comment = 'x'"]),
     )
     joiner = st.sampled_from([" WHERE ", " where ", " ", " WHERE WHERE ", "\nWHERE\n"])
@@ -232,7 +238,9 @@ def test_fuzz_python_api(schema_catalog, fuzz_cases):
 
 
 def test_fuzz_lineage_on(schema_catalog, fuzz_cases):
-    query = "select l_shipmode, sum(l_quantity) from lineitem join orders on l_orderkey = o_orderkey group by l_shipmode"
+    query = (
+        "select l_shipmode, sum(l_quantity) from lineitem join orders on l_orderkey = o_orderkey group by l_shipmode"
+    )
 
     @examples(250)
     @given(lineage_on_lists(), st.booleans())

@@ -18,9 +18,9 @@ from dltrace import BadInput, LineageSession
 from dltrace.cli import main
 from dltrace.errors import SqlSyntaxError, UnknownColumn
 from dltrace.formatting import lineage_ids
-from tpch.duck import connect
 from dltrace.granularity import split_lineage_on
 from dltrace.rewriter.representation import REPRESENTATIONS
+from tpch.duck import connect
 from tpch.queries import load
 
 SHIP_WEEKS = ["year(l_shipdate)", "weekofyear(l_shipdate)", "l_shipmode"]
@@ -63,7 +63,9 @@ def expected_granules(db, query: str, keys: list[str], lineage_on: list[str]) ->
     return dict(granules)
 
 
-def traced_granules(session, query: str, keys: list[str], lineage_on: list[str], semantics: str = "control") -> dict[tuple, set[tuple]]:
+def traced_granules(
+    session, query: str, keys: list[str], lineage_on: list[str], semantics: str = "control"
+) -> dict[tuple, set[tuple]]:
     """Per output row (values of ``keys``): its decoded granules, as value tuples."""
     granules = {}
     for row in session.sql(query, semantics=semantics, lineage_on=lineage_on).collect():
@@ -77,7 +79,9 @@ def traced_granules(session, query: str, keys: list[str], lineage_on: list[str],
 
 
 def test_clause_is_cut_outside_strings_and_comments():
-    query, lineage_on = split_lineage_on("SELECT 'LINEAGE ON (a)' AS s /* LINEAGE ON (b) */ FROM t\nLINEAGE ON (c, f(d, e)) ;")
+    query, lineage_on = split_lineage_on(
+        "SELECT 'LINEAGE ON (a)' AS s /* LINEAGE ON (b) */ FROM t\nLINEAGE ON (c, f(d, e)) ;"
+    )
     assert query == "SELECT 'LINEAGE ON (a)' AS s /* LINEAGE ON (b) */ FROM t"
     assert [e.sql() for e in lineage_on] == ["c", "F(d, e)"]
     assert split_lineage_on("SELECT * FROM a JOIN lineage ON (a.x = lineage.x)")[1] is None
@@ -114,7 +118,9 @@ def test_two_table_lineage_on_matches_duckdb(paper, paper_duck):
 
 def test_same_values_in_different_tables_are_different_granules(paper):
     """store.s_id = 1 and item.i_id = 1 hash with their table's tag: distinct ids."""
-    (row,) = paper.sql("SELECT count(*) AS n FROM store, item WHERE s_id = i_id", lineage_on="store.s_id, item.i_id").collect()
+    (row,) = paper.sql(
+        "SELECT count(*) AS n FROM store, item WHERE s_id = i_id", lineage_on="store.s_id, item.i_id"
+    ).collect()
     assert row.n == 4 and len(row.DL) == 8 == len(set(row.DL))
 
 
@@ -216,7 +222,18 @@ def test_q15_control_and_data_semantics(tpch, tpch_duck):
 
 
 def test_cli_json_has_decoded_values(capsys, paper):
-    code = main(["sql", PAPER_QUERY, "--catalog", str(paper.catalog.directory), "--format", "json", "--lineage-on", "i.category AS cat"])
+    code = main(
+        [
+            "sql",
+            PAPER_QUERY,
+            "--catalog",
+            str(paper.catalog.directory),
+            "--format",
+            "json",
+            "--lineage-on",
+            "i.category AS cat",
+        ]
+    )
     out, _ = capsys.readouterr()
     assert code == 0
     rows = {r["s_name"]: r for r in map(json.loads, out.splitlines())}

@@ -5,19 +5,19 @@ from __future__ import annotations
 
 import json
 import shutil
-import tomllib
 import warnings
 from pathlib import Path
 
 import pytest
+import tomllib
 from packaging.specifiers import SpecifierSet
 
 from dltrace import LineageSession
 from dltrace.cli import main
 from dltrace.demo import data_step
 from dltrace.errors import BadInput
-from dltrace.impact.search import ImpactWarning
 from dltrace.ids import make_id
+from dltrace.impact.search import ImpactWarning
 from tests.test_cli import cli, one_line
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,7 +42,9 @@ def test_an_empty_file_is_refused_and_breaks_nothing(capsys, spark, catalog, tmp
     code, out, err = cli(capsys, "register", "nation_csv2", str(empty), "--catalog", str(catalog))
     assert code == 2 and out == "" and "has no columns" in one_line(err)
     assert (catalog / "catalog.json").read_text() == before
-    code, out, _ = cli(capsys, "sql", "select s_name from store where s_id = 1", "--catalog", str(catalog), "--format", "json")
+    code, out, _ = cli(
+        capsys, "sql", "select s_name from store where s_id = 1", "--catalog", str(catalog), "--format", "json"
+    )
     assert code == 0 and json.loads(out)["s_name"] == "Target"
 
 
@@ -51,7 +53,9 @@ def test_a_source_without_rows_is_a_table_with_its_schema(capsys, spark, catalog
     header_only.write_text("n_id,n_name\n")
     code, out, err = cli(capsys, "register", "none", str(header_only), "--catalog", str(catalog))
     assert code == 0 and out.strip().endswith("0 rows, code 4, no ids"), out
-    code, out, _ = cli(capsys, "sql", "select n_name, count(*) as n from none group by n_name", "--catalog", str(catalog))
+    code, out, _ = cli(
+        capsys, "sql", "select n_name, count(*) as n from none group by n_name", "--catalog", str(catalog)
+    )
     assert code == 0 and "(0 rows)" in out
     code, out, _ = cli(capsys, "sql", "select count(*) as n from store", "--catalog", str(catalog), "--format", "json")
     assert code == 0 and json.loads(out)["n"] == 4
@@ -154,8 +158,10 @@ def test_a_damaged_result_json_is_one_line(capsys, catalog):
 @pytest.mark.parametrize(
     "query, expected",
     [
-        ("select s_id from store, sales", "column 's_id' at line 1, column 11 is ambiguous: store and sales both have it"),
-        ("select s_nam from store", "column 's_nam' at line 1, column 12 is unknown: no table of the query has it (did you mean s_name?)"),
+        ("select s_id from store, sales",
+         "column 's_id' at line 1, column 11 is ambiguous: store and sales both have it"),
+        ("select s_nam from store",
+         "column 's_nam' at line 1, column 12 is unknown: no table of the query has it (did you mean s_name?)"),
         ("select x.s_id from store", "the query has no table or alias named x"),
     ],
 )
@@ -209,7 +215,9 @@ def test_unnamed_columns_keep_sparks_names(spark, paper):
     spark_names = paper.sql(query, lineage=False).columns
     assert spark_names == ["category", "count(1)", "sum((num + 1))"]
     assert frame.columns == [*spark_names, "DL"]
-    assert {r["count(1)"] for r in frame.collect()} == {r["count(1)"] for r in paper.sql(query, lineage=False).collect()}
+    assert {r["count(1)"] for r in frame.collect()} == {
+        r["count(1)"] for r in paper.sql(query, lineage=False).collect()
+    }
     saved = paper.save(frame, "spark_names")  # names with parentheses survive Parquet
     assert saved.columns == spark_names and paper.result("spark_names").columns == ["_row", *spark_names, "DL"]
     paper.drop_result("spark_names")

@@ -1,4 +1,5 @@
-"""Saved results, forward impact, backward explain and revisions (DESIGN §3, §7, §10).
+"""Saved results, forward impact, backward explain and revisions (docs/formats.md,
+docs/architecture.md, docs/errors.md).
 
 * stored impact (forward index or scan; literal bad ids or a join) and re-evaluation agree
   with each other and with the saved DL, on TPC-H Q3, Q5 and Q18 at SF 0.01;
@@ -29,7 +30,9 @@ from tpch.queries import load
 PAPER = Path(__file__).resolve().parent / "data" / "paper"
 # (query, table of the bad row): a lineitem row, a nation row, an order
 CASES = [("q3", "lineitem"), ("q5", "nation"), ("q18", "orders")]
-STORE_QUERY = "select s_name, city, sum(num) as n from store natural join sales group by s_name, city order by s_name, city"
+STORE_QUERY = (
+    "select s_name, city, sum(num) as n from store natural join sales group by s_name, city order by s_name, city"
+)
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +104,9 @@ def test_many_bad_rows_at_once(tpch, saved, monkeypatch, literal_ids, literal_ro
     assert len(expected) > 5
     assert by_row(tpch.impact(source, result="t_q3")) == expected
     assert by_row(tpch.impact(source, result="t_q3", use_index=False)) == expected
-    assert as_bag(tpch.impact(source, query=load("q3")).collect()) == as_bag(tpch.impact(source, result="t_q3").collect())
+    assert as_bag(tpch.impact(source, query=load("q3")).collect()) == as_bag(
+        tpch.impact(source, result="t_q3").collect()
+    )
 
 
 def test_reeval_with_a_subquery_in_the_predicate(tpch, saved):
@@ -121,7 +126,11 @@ def test_saved_rows_are_numbered_in_result_order(tpch, saved):
     meta = ResultStore(tpch.catalog).get("t_q3")
     assert meta.rows == len(rows) and meta.semantics == "control" and meta.representation == "set"
     assert meta.catalog_version == tpch.catalog.version and meta.tables == {"customer": 1, "lineitem": 1, "orders": 1}
-    assert meta.query == load("q3") and meta.index and meta.columns == ["l_orderkey", "revenue", "o_orderdate", "o_shippriority"]
+    assert (
+        meta.query == load("q3")
+        and meta.index
+        and meta.columns == ["l_orderkey", "revenue", "o_orderdate", "o_shippriority"]
+    )
 
 
 @pytest.mark.parametrize("literal_ids", [1000, 2])
@@ -168,7 +177,9 @@ def paper_catalog(paper) -> str:
 
 
 def test_save_list_drop_from_the_cli(capsys, paper_catalog):
-    code, out, err = cli(capsys, "sql", STORE_QUERY, "--save", "cli_by_city", "--format", "json", "--catalog", paper_catalog)
+    code, out, err = cli(
+        capsys, "sql", STORE_QUERY, "--save", "cli_by_city", "--format", "json", "--catalog", paper_catalog
+    )
     assert code == 0 and "saved result cli_by_city: 4 rows" in one_line(err)
     rows = [json.loads(line) for line in out.splitlines()]
     assert [r["_row"] for r in rows] == [0, 1, 2, 3] and rows[0]["city"] == "New York City"
@@ -215,7 +226,8 @@ def revised(spark, tmp_path_factory):
     session.save(session.sql(STORE_QUERY), "by_city")
     version_before = session.catalog.version
     (sources / "store.csv").write_text(
-        "s_id,s_name,city,state\n1,Target,Palo Alto,CA\n2,Target,Albany Hills,NY\n3,Macy's,San Francisco,CA\n5,Walmart,Austin,TX\n"
+        "s_id,s_name,city,state\n1,Target,Palo Alto,CA\n2,Target,Albany Hills,NY\n"
+        "3,Macy's,San Francisco,CA\n5,Walmart,Austin,TX\n"
     )
     v2 = session.register("store", sources / "store.csv", key=["s_id"], order_by=["s_id"])
     new_ids = {r.s_id: r._dl_id for r in session.run("select s_id, _dl_id from store").collect()}
@@ -282,7 +294,7 @@ def test_revision_without_a_key_gives_every_row_a_new_id(spark, tmp_path):
     assert min(split_id(i)[1] for i in new) == first.next_row
 
 
-# --- bad input (DESIGN §10) ---------------------------------------------------------------
+# --- bad input (docs/errors.md) ---------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")

@@ -54,14 +54,16 @@ def test_nested_aggregate_q4_as_q7(paper):
     [
         (Q1, True),
         (Q4, True),
-        ("select s_name, count(*) as n, sum(num * price) as amount from store join sales on store.s_id = sales.s_id group by s_name", True),
+        ("select s_name, count(*) as n, sum(num * price) as amount from store join sales on store.s_id = sales.s_id "
+         "group by s_name", True),
         ("select distinct category from item", True),
         ("select category, count(distinct i_name) as n from item group by category having count(*) > 1", True),
         ("select sum(num) as total, max(price) as top from sales where num > 100000", True),
         ("with big as (select s_id, sum(num) as n from sales group by s_id) "
          "select a.s_id, b.s_id as other from big a, big b where a.n < b.n", False),
         ("select s_name from store where state = 'CA' union all select i_name from item where i_id > 3", True),
-        ("select s_name, n from store, (select s_id as sid, count(*) as n from sales group by s_id) t where store.s_id = t.sid order by n desc limit 3", True),
+        ("select s_name, n from store, (select s_id as sid, count(*) as n from sales group by s_id) t "
+         "where store.s_id = t.sid order by n desc limit 3", True),
     ],
 )
 def test_completeness(paper, query, tree):

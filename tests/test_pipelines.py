@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 from collections import Counter
 
 import pytest
@@ -24,6 +23,7 @@ from dltrace.errors import BadInput
 from dltrace.formatting import lineage_ids
 from dltrace.ids import split_id
 from dltrace.impact import ImpactWarning
+from tests.conftest import tpch_copy
 from tests.oracle import DuckOracle, check_completeness
 from tests.test_cli import cli, one_line
 
@@ -43,7 +43,8 @@ PIPELINES = {
     "two_results_joined": (
         [
             ("stock", "select s_nationkey as nationkey, sum(ps_supplycost * ps_availqty) as stock "
-                      "from supplier join partsupp on s_suppkey = ps_suppkey where ps_availqty > 9000 group by s_nationkey"),
+                      "from supplier join partsupp on s_suppkey = ps_suppkey where ps_availqty > 9000 "
+                      "group by s_nationkey"),
             ("buyers", "select c_nationkey as nationkey, count(*) as customers from customer "
                        "where c_acctbal > 9000 group by c_nationkey"),
         ],
@@ -66,12 +67,9 @@ VARIANTS = [("control", "set"), ("data", "set"), ("control", "bdd"), ("data", "b
 
 
 @pytest.fixture(scope="module")
-def pipelines(spark, tpch, tmp_path_factory) -> LineageSession:
-    """TPC-H SF 0.01 in a catalog of its own (a copy of the tables), so saved steps do not
-    show up in other tests' results."""
-    directory = tmp_path_factory.mktemp("pipelines") / "catalog"
-    shutil.copytree(tpch.catalog.directory, directory, ignore=shutil.ignore_patterns("results", "indexes"))
-    return LineageSession(directory, spark=spark)
+def pipelines(tpch, tmp_path_factory) -> LineageSession:
+    """TPC-H SF 0.01 in a catalog of its own, so saved steps do not show up in other tests' results."""
+    return tpch_copy(tpch, tmp_path_factory, "pipelines")
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +88,8 @@ def bag(rows) -> Counter:
     """(values, DL) pairs as a bag; ``_row`` ignored, decimals compared as text, DL as the
     sorted ids whatever the representation."""
     return Counter(
-        (tuple(str(v) for k, v in r.asDict().items() if k not in ("DL", "_row")), tuple(lineage_ids(r.DL))) for r in rows
+        (tuple(str(v) for k, v in r.asDict().items() if k not in ("DL", "_row")), tuple(lineage_ids(r.DL)))
+        for r in rows
     )
 
 
@@ -126,7 +125,9 @@ def test_materializing_a_step_changes_nothing(pipelines, oracle, pipeline, seman
     if representation == "set":
         for index, (name, _) in enumerate(steps):  # each step against the base tables
             saved = pipelines.result(prefix + name).drop("_row").collect()
-            assert saved and bag(saved) == bag(pipelines.sql(inlined(steps[:index], steps[index][1]), semantics).collect())
+            assert saved and bag(saved) == bag(
+                pipelines.sql(inlined(steps[:index], steps[index][1]), semantics).collect()
+            )
             if semantics == "control":
                 check_completeness(oracle, inlined(steps[:index], steps[index][1]), saved, tree=False, most=5)
         if semantics == "control":
@@ -247,7 +248,9 @@ def test_impact_cli_across_results(capsys, pipelines, two_steps):
     hits = [json.loads(line) for line in out.splitlines()]
     assert {h["result"] for h in hits} >= {"imp_custrev", "imp_natrev"}
     assert all(h["DL"] == [customer] for h in hits)
-    code, out, _ = cli(capsys, "impact", "--source", f"customer WHERE c_custkey = {key['c_custkey']}", "--catalog", catalog)
+    code, out, _ = cli(
+        capsys, "impact", "--source", f"customer WHERE c_custkey = {key['c_custkey']}", "--catalog", catalog
+    )
     assert code == 0 and "imp_custrev: 1 affected rows" in out and "imp_natrev: 1 affected rows" in out
 
 
@@ -270,9 +273,13 @@ def test_explain_through_steps_names_them(capsys, pipelines, two_steps):
 
 def test_lineage_on_traces_through_saved_results_to_attribute_values(pipelines, two_steps):
     on = "LINEAGE ON (n_name)"
-    through = pipelines.sql(f"select n_regionkey, sum(revenue) as r from imp_natrev group by n_regionkey {on}").collect()
+    through = pipelines.sql(
+        f"select n_regionkey, sum(revenue) as r from imp_natrev group by n_regionkey {on}"
+    ).collect()
     steps, _ = PIPELINES["aggregate_of_aggregates"]
-    direct = pipelines.sql(inlined(steps, f"select n_regionkey, sum(revenue) as r from natrev group by n_regionkey {on}")).collect()
+    direct = pipelines.sql(
+        inlined(steps, f"select n_regionkey, sum(revenue) as r from natrev group by n_regionkey {on}")
+    ).collect()
     assert bag(through) == bag(direct) and all(len(r.DL) == 5 for r in through)  # five nations per region
 
 
@@ -309,7 +316,8 @@ def test_sql_takes_one_create_statement_and_views_persist(capsys, pipelines):
                        "--catalog", catalog)
     assert code == 0 and "defined view asia" in err
     code, _, err = cli(capsys, "sql", "create or replace table asia_customers as "
-                       "select n_name, count(*) as n from asia join customer on n_nationkey = c_nationkey group by n_name",
+                       "select n_name, count(*) as n from asia join customer on n_nationkey = c_nationkey "
+                       "group by n_name",
                        "--catalog", catalog)
     assert code == 0 and "saved result asia_customers: 5 rows" in err
     code, out, _ = cli(capsys, "views", "--catalog", catalog)
@@ -374,7 +382,9 @@ BAD_SCRIPTS = [
 
 
 @pytest.mark.parametrize("script, expected", BAD_SCRIPTS)
-def test_a_bad_statement_is_one_line_and_saves_nothing(capsys, pipelines, bad_input_catalog, tmp_path, script, expected):
+def test_a_bad_statement_is_one_line_and_saves_nothing(
+    capsys, pipelines, bad_input_catalog, tmp_path, script, expected
+):
     before = {r.name: r for r in pipelines.results()}
     file = tmp_path / "bad.sql"
     file.write_text("create or replace table ok_first as select r_name from region;\n\n" + script + ";\n")
@@ -390,12 +400,16 @@ def test_semantics_of_saved_lineage_do_not_mix(capsys, pipelines, bad_input_cata
     pipelines.run_script("create or replace table data_only as select n_name from nation", semantics="data")
     code, _, err = cli(capsys, "sql", "select count(*) from data_only", "--catalog", bad_input_catalog)
     assert code == 2 and "holds data lineage and this query asks for control" in one_line(err)
-    code, _, _ = cli(capsys, "sql", "select count(*) from data_only", "--semantics", "data", "--catalog", bad_input_catalog)
+    code, _, _ = cli(
+        capsys, "sql", "select count(*) from data_only", "--semantics", "data", "--catalog", bad_input_catalog
+    )
     assert code == 0
 
 
 def test_names_are_one_namespace(capsys, pipelines, bad_input_catalog, paper):
-    code, _, err = cli(capsys, "register", "keep_me", str(paper.catalog.entry("item").source), "--catalog", bad_input_catalog)
+    code, _, err = cli(
+        capsys, "register", "keep_me", str(paper.catalog.entry("item").source), "--catalog", bad_input_catalog
+    )
     assert code == 2 and "'keep_me' is already a saved result" in one_line(err)
     code, _, err = cli(capsys, "sql", "select * from nation", "--save", "region", "--catalog", bad_input_catalog)
     assert code == 2 and "'region' is already a table" in one_line(err)

@@ -105,11 +105,15 @@ def check_console(block: Block) -> None:
     for command, expected in commands(block.text):
         got = run_command(command)
         if not CHECKER.check_output(expected, got, OPTIONS):
-            raise AssertionError(f"README line {block.line}: `{command}` printed\n{got}\nbut the README says\n{expected}")
+            raise AssertionError(
+                f"README line {block.line}: `{command}` printed\n{got}\nbut the README says\n{expected}"
+            )
 
 
 def check_pycon(block: Block, namespace: dict) -> None:
-    test = doctest.DocTestParser().get_doctest(block.text, namespace, f"README line {block.line}", str(README), block.line)
+    test = doctest.DocTestParser().get_doctest(
+        block.text, namespace, f"README line {block.line}", str(README), block.line
+    )
     runner = doctest.DocTestRunner(optionflags=OPTIONS)
     report = io.StringIO()
     result = runner.run(test, out=report.write, clear_globs=False)
@@ -153,6 +157,9 @@ def test_readme_example(block, workdir, namespace, monkeypatch):
 
 def test_console_blocks_are_parsed_as_written():
     block = "$ dltrace sql \"select 1\n> as x\" --format json\n{\"x\": 1, ...}\n$ dltrace results\n"
-    assert commands(block) == [('dltrace sql "select 1\nas x" --format json', '{"x": 1, ...}\n'), ("dltrace results", "\n")]
+    assert commands(block) == [
+        ('dltrace sql "select 1\nas x" --format json', '{"x": 1, ...}\n'),
+        ("dltrace results", "\n"),
+    ]
     assert blocks("<!-- readme-test: skip needs SF 1 -->\n```console\n$ dltrace x\n```\n")[0].skip == "needs SF 1"
     assert not CHECKER.check_output("(3 rows)\n", "(4 rows)\n", OPTIONS)

@@ -45,8 +45,10 @@ def test_completeness(tpch, oracle, lineage_rows, name):
     assert lineage_bag(graph) == lineage_bag(tree, strip=True), "graph lineage = tree lineage without tags"
     data = lineage_bag(tpch.sql(query, semantics="data").collect())
     control = lineage_bag(graph)
-    for (values, dl), count in data.items():
-        assert any(v == values and dl <= c for v, c in control), f"data lineage of {values} not within its control lineage"
+    for (values, dl), _count in data.items():
+        assert any(v == values and dl <= c for v, c in control), (
+            f"data lineage of {values} not within its control lineage"
+        )
 
 
 @pytest.mark.parametrize("name", ["s1", "s3", "s6"])

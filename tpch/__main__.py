@@ -3,6 +3,7 @@
     python -m tpch table7 --sf 1 [--queries q3,q5] [--check] [--catalog DIR]
     python -m tpch bench --sf 1 [--queries tpch,spj] [--modes original,set,...] [--repeat 3] [--out DIR]
     python -m tpch table8 --sf 1 [--queries q5,q6] [--repeat 3] [--out DIR]
+    python -m tpch space --sf 1 [--queries tpch] [--repeat 3] [--baseline] [--candidates] [--out DIR]
 """
 
 from __future__ import annotations
@@ -22,12 +23,14 @@ def catalog_for(sf: float) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from tpch import bench, table8
+    from dltrace.datasets import register_tpch
+    from tpch import bench, space, table8
     from tpch.queries import load
-    from tpch.register import register_tpch
     from tpch.table7 import TABLE7_QUERIES, characteristics, independent_average, markdown
 
-    top = argparse.ArgumentParser(prog="python -m tpch", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    top = argparse.ArgumentParser(
+        prog="python -m tpch", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     commands = top.add_subparsers(dest="command", required=True)
     table7 = commands.add_parser("table7", help="the paper's Table 7 (and Table 9 space) at a scale factor")
     table7.add_argument("--sf", type=float, default=1.0)
@@ -35,14 +38,18 @@ def main(argv: list[str] | None = None) -> int:
     table7.add_argument("--semantics", choices=("control", "data"), default="control")
     table7.add_argument("--catalog", help="catalog directory (default data/catalog-tpch-sfSF)")
     table7.add_argument("--check", action="store_true",
-                        help="also count each query's lineage with DuckDB, without dltrace (queries without subqueries)")
+                        help="also count each query's lineage with DuckDB, without dltrace "
+                             "(queries without subqueries)")
     bench.add_parser(commands)
     table8.add_parser(commands)
+    space.add_parser(commands)
     args = top.parse_args(argv)
 
     try:
         if args.command == "bench":
             return bench.main(args, Path(args.catalog or catalog_for(args.sf)))
+        if args.command == "space":
+            return space.main(args, Path(args.catalog or catalog_for(args.sf)))
         if args.command == "table8":
             return table8.main(args, Path(args.catalog or catalog_for(args.sf)), log)
         session = LineageSession(args.catalog or catalog_for(args.sf))

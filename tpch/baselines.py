@@ -154,7 +154,8 @@ def materialization_sql(shape: Shape) -> str:
 def reverse_all_sql(shape: Shape, view: str) -> str:
     """The base-row ids of every result tuple: the base tables joined with the view."""
     matches = [f"__view.{name} <=> {sql(expression)}" for name, expression in shape.view_keys]
-    return f"SELECT __view.*, {ids_sql(shape)} {sources_sql(shape)} INNER JOIN {view} AS __view{where_sql(shape, *matches)}"
+    return (f"SELECT __view.*, {ids_sql(shape)} {sources_sql(shape)} "
+            f"INNER JOIN {view} AS __view{where_sql(shape, *matches)}")
 
 
 def reverse_one_sql(shape: Shape, tuple_text: dict[str, str | None], types: dict[str, str]) -> str:

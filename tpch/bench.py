@@ -23,13 +23,26 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from dltrace.errors import BadInput, DltraceError
 from tpch import baselines
-from tpch.harness import (CannotRun, Figure, Mode, Panel, Runner, Target, best_of_target, execute, faster_target, log, measure,
-                          ratio_target, write_report)
+from tpch.harness import (
+    CannotRun,
+    Figure,
+    Mode,
+    Panel,
+    Runner,
+    Target,
+    best_of_target,
+    execute,
+    faster_target,
+    log,
+    measure,
+    ratio_target,
+    write_report,
+)
 
 MODES = ["original", "set", "bdd", "auto", "reverse-one", "reverse-all", "perm"]
 FORWARD = ["set", "bdd", "auto"]
@@ -142,13 +155,14 @@ def run_bench(
         f"highest 1-min load seen during the runs {peak:.2f} (other work on the machine makes times noisy)",
         f"* Spark {spark.version}, master {spark.sparkContext.master}, "
         f"shuffle partitions {spark.conf.get('spark.sql.shuffle.partitions')}, "
-        f"driver memory {conf.get('spark.driver.memory', 'default')}, AQE {spark.conf.get('spark.sql.adaptive.enabled')}",
+        f"driver memory {conf.get('spark.driver.memory', 'default')}, "
+        f"AQE {spark.conf.get('spark.sql.adaptive.enabled')}",
     ]
     return write_report(out, results, title, context, DESCRIPTIONS, figures, targets)
 
 
 def forward_targets(modes: list[str], spj: list[str], tpch: list[str]) -> list[Target]:
-    """DESIGN §9's targets for each forward mode that runs (§9 names ``set`` for SPJ, ``auto`` for TPC-H)."""
+    """The targets of docs/targets.md, for each forward mode that runs."""
     targets = []
     forward = [mode for mode in FORWARD if mode in modes]
     for mode in forward:
@@ -171,7 +185,9 @@ def selected_queries(text: str) -> dict[str, str]:
     from tpch.queries import SPJ, TPCH, load
 
     groups = {"tpch": TPCH, "spj": SPJ}
-    names = [n for part in text.split(",") if part.strip() for n in groups.get(part.strip().lower(), [part.strip().lower()])]
+    names = [
+        n for part in text.split(",") if part.strip() for n in groups.get(part.strip().lower(), [part.strip().lower()])
+    ]
     unknown = [name for name in names if name not in TPCH + SPJ]
     if unknown:
         raise BadInput(f"unknown TPC-H quer{'ies' if len(unknown) > 1 else 'y'} {', '.join(unknown)}: "
@@ -184,7 +200,9 @@ def add_parser(commands) -> None:
     bench = commands.add_parser("bench", help="time queries with lineage against the plain query and the baselines")
     bench.add_argument("--sf", type=float, default=1.0, help="TPC-H scale factor (default 1)")
     bench.add_argument("--queries", default="tpch,spj", help="q1..q22, s1..s8, tpch, spj (default: all)")
-    bench.add_argument("--modes", default=",".join(MODES), help=f"comma-separated, from {','.join(MODES)} (default: all)")
+    bench.add_argument(
+        "--modes", default=",".join(MODES), help=f"comma-separated, from {','.join(MODES)} (default: all)"
+    )
     bench.add_argument("--repeat", type=int, default=3, help="timed repetitions, median reported (default 3)")
     bench.add_argument("--out", type=Path, default=Path("bench-results/tpch"), help="report directory")
     bench.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds before a run is stopped")
@@ -194,8 +212,8 @@ def add_parser(commands) -> None:
 def main(args: argparse.Namespace, catalog: Path) -> int:
     """``python -m tpch bench``: register TPC-H at ``--sf`` (cached), measure, write the report."""
     from dltrace import LineageSession
+    from dltrace.datasets import register_tpch
     from tpch.queries import SPJ, TPCH
-    from tpch.register import register_tpch
 
     queries = selected_queries(args.queries)
     modes = checked_modes(args.modes)

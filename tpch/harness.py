@@ -24,9 +24,9 @@ import statistics
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
 
 Runner = Callable[[], None]
 REFERENCE = "original"
@@ -168,7 +168,9 @@ def measure(
                 reference_repetition, reference = latest_reference.get(query, (0, 0.0))
                 comparable = reference and mode.name != REFERENCE and (reference_repetition > 0 or repetition == 0)
                 ratio = f"  x{seconds / reference:.2f}" if comparable else ""
-                progress(f"{label:>9}  {query:<4} {mode.name:<12} {seconds:8.2f} s{ratio}  (load {measurement.load:.2f})")
+                progress(
+                    f"{label:>9}  {query:<4} {mode.name:<12} {seconds:8.2f} s{ratio}  (load {measurement.load:.2f})"
+                )
     return results
 
 
@@ -267,7 +269,10 @@ def best_of_target(description: str, mode: str, candidates: list[str], queries: 
                 worst = (query, time_ / min(others))
         if not best:
             return f"{mode} and {'/'.join(candidates)} did not all run", None
-        return f"total {totals / best:.3f}x the best per query; worst {worst[0]} {worst[1]:.2f}x", totals / best <= limit
+        return (
+            f"total {totals / best:.3f}x the best per query; worst {worst[0]} {worst[1]:.2f}x",
+            totals / best <= limit,
+        )
 
     return Target(description, evaluate)
 
@@ -392,7 +397,9 @@ def write_measurements(path: Path, results: Results) -> None:
         writer = csv.writer(handle)
         writer.writerow(["query", "mode", "repetition", "seconds", "note", "load1"])
         for m in results.measurements:
-            writer.writerow([m.query, m.mode, m.repetition, "" if m.seconds is None else f"{m.seconds:.4f}", m.note, m.load])
+            writer.writerow(
+                [m.query, m.mode, m.repetition, "" if m.seconds is None else f"{m.seconds:.4f}", m.note, m.load]
+            )
 
 
 def draw(path: Path, results: Results, figure: Figure) -> bool:

@@ -1,4 +1,4 @@
-"""Impact benchmark (DESIGN §9): one bad lineitem row against TPC-H Q3, in one warm session.
+"""Impact benchmark (targets: docs/targets.md): one bad lineitem row against TPC-H Q3, in one warm session.
 
     python -m tpch.impact_bench --sf 1 [--repeat 5] [--large] [--catalog DIR]
 
@@ -27,8 +27,8 @@ import argparse
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from dltrace import LineageSession
 from dltrace.catalog import ID_COLUMN
@@ -47,10 +47,12 @@ def bad_lineitem_source(session: LineageSession) -> str:
     """A key predicate for a lineitem row in the lineage of the saved Q3's first row."""
     from pyspark.sql import functions as F
 
+    from dltrace.table_data import table_rows
+
     first = session.result(RESULT).first()
     code = session.catalog.entry("lineitem").code
     bad_id = next(i for i in first["DL"] if split_id(i)[0] == code)
-    lineitem = session.spark.read.parquet(str(session.catalog.data_path("lineitem")))
+    lineitem = table_rows(session.spark, session.catalog, "lineitem")
     row = lineitem.where(F.col(ID_COLUMN) == bad_id).select("l_orderkey", "l_linenumber").first()
     return f"lineitem WHERE l_orderkey = {row.l_orderkey} AND l_linenumber = {row.l_linenumber}"
 
@@ -69,8 +71,8 @@ def timed(operations: dict[str, Callable[[], object]], repeat: int) -> dict[str,
 
 
 def main(argv: list[str] | None = None) -> int:
+    from dltrace.datasets import register_tpch
     from tpch.queries import load
-    from tpch.register import register_tpch
 
     parser = argparse.ArgumentParser(prog="python -m tpch.impact_bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)

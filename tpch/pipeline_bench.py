@@ -1,4 +1,4 @@
-"""Pipeline benchmark (DESIGN §9): a three-step TPC-H pipeline with lineage, each step saved,
+"""Pipeline benchmark (target: docs/targets.md): a three-step TPC-H pipeline with lineage, each step saved,
 against the same steps without lineage writing their rows as Parquet, in one session.
 
     python -m tpch.pipeline_bench --sf 1 [--repeat 3] [--catalog DIR]
@@ -31,7 +31,8 @@ STEPS = [
                       "from customer join orders on c_custkey = o_custkey join lineitem on l_orderkey = o_orderkey "
                       "where l_shipdate >= date '1995-01-01' group by c_custkey, c_nationkey, c_mktsegment"),
     ("bench_natrev", "select n_regionkey, n_name, c_mktsegment, sum(revenue) as revenue, count(*) as customers "
-                     "from bench_custrev join nation on c_nationkey = n_nationkey group by n_regionkey, n_name, c_mktsegment"),
+                     "from bench_custrev join nation on c_nationkey = n_nationkey "
+                     "group by n_regionkey, n_name, c_mktsegment"),
     ("bench_regrev", "select r_name, c_mktsegment, sum(revenue) as revenue, sum(customers) as customers "
                      "from bench_natrev join region on n_regionkey = r_regionkey group by r_name, c_mktsegment"),
 ]
@@ -53,7 +54,7 @@ def plain_pipeline(spark, directory: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from tpch.register import register_tpch
+    from dltrace.datasets import register_tpch
 
     parser = argparse.ArgumentParser(prog="python -m tpch.pipeline_bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -24,8 +24,8 @@ from tpch.harness import log
 
 
 def main(argv: list[str] | None = None) -> int:
+    from dltrace.datasets import register_tpch
     from tpch.queries import load
-    from tpch.register import register_tpch
 
     parser = argparse.ArgumentParser(prog="python -m tpch.summary_bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -64,8 +64,10 @@ def main(argv: list[str] | None = None) -> int:
         ids = sum(t.lineage_rows for t in summary.tables)
         sampled = " + ".join(str(t.sample) for t in summary.tables)
         table_sample = " + ".join(str(t.table_sample) for t in summary.tables)
-        print(f"| {name} | {ids} | {sampled} | {table_sample} | {statistics.median(seconds):.2f} | {min(seconds):.2f} |")
-    for name, summary, _ in rows:
+        print(
+            f"| {name} | {ids} | {sampled} | {table_sample} | {statistics.median(seconds):.2f} | {min(seconds):.2f} |"
+        )
+    for _name, summary, _ in rows:
         print()
         print(summary_text(summary), end="")
     return 0

@@ -22,7 +22,7 @@ from dltrace.errors import DltraceError
 
 TABLE7_QUERIES = ["q3", "q5", "q6", "q7", "q9", "q10", "q11", "q15", "q16"]
 
-# The paper's Table 7 (DESIGN §8): (result rows, average lineage size)
+# The paper's Table 7 (docs/targets.md): (result rows, average lineage size)
 PAPER_TABLE7 = {
     "q3": (11620, 4.6), "q5": (5, 4285.8), "q6": (1, 114160), "q7": (4, 4397), "q9": (175, 6738.1),
     "q10": (37967, 6.3), "q11": (1048, 32077), "q15": (1, 225955), "q16": (18308, 12.06),
@@ -77,6 +77,7 @@ def characteristics(session, name: str, query: str, semantics: str = "control") 
 def independent_average(session, query: str) -> float | None:
     """The average number of contributing base rows per result row, as DuckDB finds them with
     Perm's provenance query; None for a query with subqueries, which that query cannot trace."""
+    from dltrace.table_data import duckdb_rows_sql
     from tpch.baselines import contributing_ids_duckdb, shape_of
     from tpch.duck import connect
     from tpch.harness import CannotRun
@@ -87,7 +88,7 @@ def independent_average(session, query: str) -> float | None:
         return None
     db = connect()
     for name in session.catalog.tables:
-        db.execute(f"CREATE VIEW dl_{name} AS SELECT * FROM read_parquet('{session.catalog.data_path(name)}/*.parquet')")
+        db.execute(f"CREATE VIEW dl_{name} AS {duckdb_rows_sql(session.catalog, name)}")
     text = contributing_ids_duckdb(shape, "dl_")
     (average,) = db.execute(f"SELECT avg(len(__ids)) FROM ({text})").fetchone()
     return float(average or 0.0)

@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+
 from tpch.harness import execute, rotated
 
 TABLE8_QUERIES = ["q5", "q6", "q7", "q9", "q15"]
@@ -53,7 +54,8 @@ class Table8Row:
 
 
 def measure(
-    session, name: str, query: str, semantics: str = "control", repeats: int = 3, progress: Callable[[str], None] = lambda _: None
+    session, name: str, query: str, semantics: str = "control", repeats: int = 3,
+    progress: Callable[[str], None] = lambda _: None,
 ) -> Table8Row:
     """Table 8's sizes and Figure 6's times for one query."""
     texts = {
@@ -94,7 +96,8 @@ def markdown(rows: list[Table8Row], sf: float, semantics: str, repeats: int) -> 
     for r in rows:
         paper_rows, paper_avg, paper_space = PAPER_TABLE8.get(r.query, ("", "", ""))
         lines.append(
-            f"| {r.query} | {r.cardinality} | {r.average(r.tuple_total):.1f} | {r.average(r.granular_total):.1f} | {paper_avg} "
+            f"| {r.query} | {r.cardinality} | {r.average(r.tuple_total):.1f} | {r.average(r.granular_total):.1f} "
+            f"| {paper_avg} "
             f"| {ID_BYTES * r.tuple_total} | {ID_BYTES * r.granular_total} | {paper_space} |"
         )
     lines += [
@@ -106,7 +109,10 @@ def markdown(rows: list[Table8Row], sf: float, semantics: str, repeats: int) -> 
     ]
     for r in rows:
         plain, tuple_, granular = (r.seconds[m] for m in MODES)
-        lines.append(f"| {r.query} | {plain:.2f} | {tuple_:.2f} | {granular:.2f} | {tuple_ / plain:.2f}× | {granular / plain:.2f}× |")
+        lines.append(
+            f"| {r.query} | {plain:.2f} | {tuple_:.2f} | {granular:.2f} "
+            f"| {tuple_ / plain:.2f}× | {granular / plain:.2f}× |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -128,7 +134,13 @@ def draw(rows: list[Table8Row], path: Path, sf: float) -> None:
     for offset, (label, total) in enumerate((("tuple", "tuple_total"), ("granular", "granular_total"))):
         values = [r.average(getattr(r, total)) for r in rows]
         sizes.bar([p + (offset - 0.5) * width for p in positions], values, width, label=label)
-    sizes.set(xticks=list(positions), xticklabels=names, ylabel="average lineage size", yscale="log", title="Table 8: lineage size")
+    sizes.set(
+        xticks=list(positions),
+        xticklabels=names,
+        ylabel="average lineage size",
+        yscale="log",
+        title="Table 8: lineage size",
+    )
     sizes.legend()
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -150,13 +162,15 @@ def add_parser(commands) -> None:
 def main(args, catalog: Path, progress: Callable[[str], None]) -> int:
     """Measure, print the Markdown, and write it with the figure under ``--out``."""
     from dltrace import LineageSession
+    from dltrace.datasets import register_tpch
     from tpch.queries import load
-    from tpch.register import register_tpch
 
     session = LineageSession(catalog)
     progress(f"TPC-H SF {args.sf:g}: data and registration (cached after the first run)")
     register_tpch(session, args.sf, Path("data"), progress=progress)
-    rows = [measure(session, name, load(name), args.semantics, args.repeat, progress) for name in args.queries.split(",")]
+    rows = [
+        measure(session, name, load(name), args.semantics, args.repeat, progress) for name in args.queries.split(",")
+    ]
     report = markdown(rows, args.sf, args.semantics, args.repeat)
     print(report)
     if args.out:

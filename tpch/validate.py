@@ -23,7 +23,8 @@ from typing import Any
 
 import sqlglot
 
-from tpch import data, queries
+from dltrace import datasets as data
+from tpch import queries
 
 # Result rows without LIMIT at SF 1: the paper's Table 7, except Q16 where
 # tpchgen-cli/dbgen data gives 18314 (the paper's dbgen gave 18308).

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from dltrace.errors import BadInput
 from tpch.bench import DEFAULT_TIMEOUT, FORWARD, MODES, checked_modes, run_bench
@@ -57,7 +57,9 @@ def paper_targets(modes: list[str], queries: list[str]) -> list[Target]:
                for mode in forward]
     for reverse in ("reverse-one", "reverse-all"):
         if forward and reverse in modes:
-            targets.append(faster_target(f"forward (all rows) cheaper than {reverse}, every query", forward, reverse, queries))
+            targets.append(
+                faster_target(f"forward (all rows) cheaper than {reverse}, every query", forward, reverse, queries)
+            )
     return targets
 
 
@@ -65,7 +67,9 @@ def add_parser(commands) -> None:
     bench = commands.add_parser("bench", help="the paper's Figure 8: lineage overhead on the Walmart queries")
     bench.add_argument("--scale", type=float, default=1.0, help="data scale (default 1: the paper's row counts)")
     bench.add_argument("--queries", default=",".join(QUERIES), help="comma-separated, from q1..q8 (default: all)")
-    bench.add_argument("--modes", default=",".join(MODES), help=f"comma-separated, from {','.join(MODES)} (default: all)")
+    bench.add_argument(
+        "--modes", default=",".join(MODES), help=f"comma-separated, from {','.join(MODES)} (default: all)"
+    )
     bench.add_argument("--repeat", type=int, default=3, help="timed repetitions, median reported (default 3)")
     bench.add_argument("--out", type=Path, default=Path("bench-results/walmart"), help="report directory")
     bench.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds before a run is stopped")

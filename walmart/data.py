@@ -56,8 +56,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tpch.cache import cached_directory, parquet_readable, progress as _progress
-from tpch.data import Registration
+from dltrace.datasets import Registration, cached_directory, parquet_readable
+from dltrace.datasets import progress as _progress
 
 TABLES = ("store_information", "item_description", "store_visits", "item_scan")
 
@@ -177,7 +177,7 @@ def table_paths(directory: Path) -> dict[str, Path]:
 def generate(scale: float, root: Path = Path("data")) -> Path:
     """Generate the retail data at ``scale`` under ``root`` and return its directory.
 
-    Cached like :func:`tpch.data.generate`: a complete directory is returned
+    Cached like :func:`dltrace.datasets.generate`: a complete directory is returned
     at once, and a new one is written to a temporary sibling that is renamed
     into place only when every table is written.
     """

@@ -202,7 +202,8 @@ def small_sets_union(groups: int = 20, per_group: int = 1000, seed: int = 0) -> 
     """
     rng = np.random.default_rng(seed)
     id_groups = [
-        [BASE_ID + start + np.arange(length) for start, length in zip(rng.integers(0, 6_000_000, per_group), rng.integers(1, 6, per_group))]
+        [BASE_ID + start + np.arange(length)
+         for start, length in zip(rng.integers(0, 6_000_000, per_group), rng.integers(1, 6, per_group))]
         for _ in range(groups)
     ]
     timings = []
@@ -261,7 +262,13 @@ def markdown_table(results: Sequence[Result], small_sets: Sequence[tuple[str, fl
             f"| {_seconds(r.membership)} | {r.bytes_per_id:.3g} | {nodes} |"
         )
     if small_sets:
-        lines += ["", "Union of groups of 1000 sets of 1-5 ids each:", "", "| operation | µs per input set |", "|---|---:|"]
+        lines += [
+            "",
+            "Union of groups of 1000 sets of 1-5 ids each:",
+            "",
+            "| operation | µs per input set |",
+            "|---|---:|",
+        ]
         lines += [f"| {name} | {micros:.2f} |" for name, micros in small_sets]
     return "\n".join(lines) + "\n"
 

@@ -55,7 +55,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .base import LineageDecodeError, SIGN_BIT
+from .base import SIGN_BIT, LineageDecodeError
 from .codec import decode_varints, encode_varints, read_varints_at, unzigzag, varint_sizes, zigzag
 from .nodetable import FALSE, TRUE, CanonicalTables, NodeTable, paths_of_roots
 from .runs import keys_from_runs, merge_runs, run_total
@@ -131,7 +131,9 @@ def _varint_size(value: int) -> int:
 
 def encode_table(table: NodeTable) -> bytes:
     """roBDD encoding of a canonical single-root node table."""
-    data, _ = encode_tables(CanonicalTables(table.bits, table.lows, table.highs, np.array([0, table.size]), table.roots))
+    data, _ = encode_tables(
+        CanonicalTables(table.bits, table.lows, table.highs, np.array([0, table.size]), table.roots)
+    )
     return data.tobytes()
 
 

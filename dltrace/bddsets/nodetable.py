@@ -228,7 +228,9 @@ def build_tables(lo: np.ndarray, hi: np.ndarray, owner: np.ndarray, sets: int) -
         values = low_child.copy()
         distinct = np.flatnonzero(low_child != high_child)
         if distinct.size:
-            owners, lows, highs, inverse = _unique_nodes(block_owner[distinct], low_child[distinct], high_child[distinct], filled)
+            owners, lows, highs, inverse = _unique_nodes(
+                block_owner[distinct], low_child[distinct], high_child[distinct], filled
+            )
             starts = np.flatnonzero(np.concatenate(([True], owners[1:] != owners[:-1])))
             rank = np.arange(owners.size) - np.repeat(starts, np.diff(np.append(starts, owners.size)))
             codes = filled[owners] + 2 + rank

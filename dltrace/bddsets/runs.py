@@ -85,7 +85,9 @@ def sort_owned_keys(keys: np.ndarray, owner: np.ndarray) -> tuple[np.ndarray, np
     packed = (owner.astype(np.uint64) << np.uint64(48 + top_bits)) | (rank[top] << _LOW_BITS) | (keys & _LOW_MASK)
     packed.sort()
     top_rank = ((packed >> _LOW_BITS) & np.uint64((1 << top_bits) - 1)).astype(np.int64)
-    return (top_codes[top_rank] << _LOW_BITS) | (packed & _LOW_MASK), (packed >> np.uint64(48 + top_bits)).astype(np.int64)
+    return (top_codes[top_rank] << _LOW_BITS) | (packed & _LOW_MASK), (packed >> np.uint64(48 + top_bits)).astype(
+        np.int64
+    )
 
 
 def owned_runs_from_keys(keys: np.ndarray, owner: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -1,4 +1,4 @@
-"""Variable-granularity lineage: ``LINEAGE ON (expr, ...)`` (paper §4.3, DESIGN §6).
+"""Variable-granularity lineage: ``LINEAGE ON (expr, ...)`` (paper §4.3; docs/semantics.md).
 
 Lineage is computed w.r.t. combinations of L values instead of base rows: the rewriter's
 base-table rule is given an id source that hands each row of a table providing some of L
@@ -14,7 +14,7 @@ dictionary (``dictionary``) decodes ids back to values.
 >>> print(rewriter.rewrite(parse(query), PAPER_SCHEMA, PAPER_CODES, id_source=granularity.id_source,
 ...                        ids_ordered_by_table=False).sql("spark"))
 SELECT item.category AS category, SUM(sales.num) AS n, SORT_ARRAY(COLLECT_SET(XXHASH64('item(category)', item.category))) AS DL FROM item AS item JOIN sales AS sales ON item.i_id = sales.i_id GROUP BY item.category
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 
@@ -44,4 +44,6 @@ def granular_sql(session, query: str, lineage_on: LineageOn, semantics: str = "c
     if not lineage_on:
         return session.plain(query)
     granularity = resolve(lineage_on, rewriter.parse(query), session.catalog.schemas())
-    return session.lineage_expression(query, semantics, repr, granularity.id_source, ids_ordered_by_table=False).sql(dialect="spark")
+    return session.lineage_expression(query, semantics, repr, granularity.id_source, ids_ordered_by_table=False).sql(
+        dialect="spark"
+    )

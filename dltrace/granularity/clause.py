@@ -20,20 +20,20 @@ SQL (a table or alias named ``lineage``): text that parses as it is has no claus
 
 from __future__ import annotations
 
-from typing import Sequence, Union
+from collections.abc import Sequence
 
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import Token, TokenType
 
-from dltrace.rewriter.qualify import parse_error_description
 from dltrace.errors import BadInput, SqlSyntaxError
+from dltrace.rewriter.qualify import parse_error_description
 
 # The L of a LINEAGE ON clause: parsed expressions, each maybe aliased.
 LineageOn = tuple[exp.Expression, ...]
 # What the API and the command line accept: "expr, expr", a list of expressions, or parsed ones.
-LineageOnArgument = Union[str, Sequence[Union[str, exp.Expression]], None]
+LineageOnArgument = str | Sequence[str | exp.Expression] | None
 
 # Anything that would make an L expression something other than a value of one base row.
 # Checked in this order: the outermost construct is named (a subquery may hold an

@@ -12,7 +12,8 @@ A decoded granule is a dict ``{L name: value}`` holding its table's expressions,
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 from dltrace.errors import BadInput, DltraceError
 from dltrace.formatting import DL, DL_VALUES, lineage_ids, plain_value
@@ -37,7 +38,9 @@ class GranuleDecoder:
             raise BadInput("decoding granules needs a non-empty LINEAGE ON (expr, ...)")
         self.session = session
         self.label = lineage_on_sql(parsed)
-        self.granularity: Granularity = resolve(parsed, parse(session.traceable_on_values(query)), session.catalog.schemas())
+        self.granularity: Granularity = resolve(
+            parsed, parse(session.traceable_on_values(query)), session.catalog.schemas()
+        )
         self._granules: dict[int, tuple[Provider, Granule]] | None = None
 
     def decode(self, ids: Iterable[int] | bytes) -> list[Granule]:
@@ -98,11 +101,14 @@ def _provider_dictionary(session, provider: Provider) -> dict[int, tuple]:
     if key not in _DICTIONARIES:
         alias = provider.table
         values = ", ".join(f"{v.sql(dialect='spark')} AS v{i}" for i, v in enumerate(provider.values(alias)))
-        query = f"SELECT DISTINCT {provider.granule_id(alias).sql(dialect='spark')} AS granule, {values} FROM {alias} AS {alias}"
+        query = (f"SELECT DISTINCT {provider.granule_id(alias).sql(dialect='spark')} AS granule, "
+                 f"{values} FROM {alias} AS {alias}")
         dictionary: dict[int, tuple] = {}
         for row in session.run(query).collect():
             granule_id, *granule_values = row
             if dictionary.setdefault(granule_id, tuple(granule_values)) != tuple(granule_values):
-                raise DltraceError(f"granule id collision in {provider.tag}: {dictionary[granule_id]} and {tuple(granule_values)}")
+                raise DltraceError(
+                    f"granule id collision in {provider.tag}: {dictionary[granule_id]} and {tuple(granule_values)}"
+                )
         _DICTIONARIES[key] = dictionary
     return _DICTIONARIES[key]

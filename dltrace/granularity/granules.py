@@ -107,7 +107,8 @@ def resolve(lineage_on: LineageOn, query: exp.Expression, schemas: dict[str, dic
         by_table.setdefault(owners.pop(), []).append((unqualified, name))
         names.append(name)
     providers = {
-        table: Provider(table, tuple(e for e, _ in items), tuple(n for _, n in items)) for table, items in by_table.items()
+        table: Provider(table, tuple(e for e, _ in items), tuple(n for _, n in items))
+        for table, items in by_table.items()
     }
     return Granularity(providers, tuple(names))
 

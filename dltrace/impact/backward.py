@@ -1,4 +1,4 @@
-"""Backward explain (DESIGN §7): the base rows behind one row of a saved result.
+"""Backward explain (docs/architecture.md, "Impact and explain"): the base rows behind one row of a saved result.
 
 The row's DL already names them; explain only fetches them, from the data version each
 table had when the result was saved (a revision keeps old versions, and the DL holds their
@@ -6,17 +6,19 @@ ids).  Through a pipeline the DL may hold ids of several versions of a table (a 
 an older result and a newer table); each id is unique across versions, so the rows are
 fetched from each of them once.  A table's ids, when few, are a literal list that Parquet's min/max statistics turn
 into skipped row groups (table files are in id order); when many (a DL of 200,000 ids),
-they are joined inside Spark, from the row's DL exploded, instead of shipped as literals.
+they are joined inside Spark instead of shipped as literals.  A row's DL includes the
+shared sets it names (``dltrace/results.py``).
 """
 
 from __future__ import annotations
 
-from dltrace.catalog import ID_COLUMN, quoted
-from dltrace.errors import BadInput
-from dltrace.ids import split_id
-from dltrace.impact.search import LITERAL_IDS
-from dltrace.results import DL, ROW, ResultStore, read_parquet
+import numpy as np
 
+from dltrace.catalog import ID_COLUMN, quoted
+from dltrace.ids import ROW_BITS
+from dltrace.impact.search import LITERAL_IDS
+from dltrace.results import ResultStore
+from dltrace.table_data import table_rows
 
 
 def explain(session, result: str, row: int) -> dict[str, object]:
@@ -26,23 +28,20 @@ def explain(session, result: str, row: int) -> dict[str, object]:
 
     store = ResultStore(session.catalog)
     saved = store.get(result)
-    if not 0 <= row < saved.rows:
-        raise BadInput(f"result {saved.name} has rows 0..{saved.rows - 1}, not {row}")
     spark = session.spark
-    row_frame = store.rows(spark, saved).where(F.col(ROW) == row)
-    ids_by_code: dict[int, list[int]] = {}
-    for dl_id in row_frame.select(DL).first()[0]:  # one row's ids, grouped by table code
-        ids_by_code.setdefault(split_id(dl_id)[0], []).append(dl_id)
+    ids = store.row_ids(spark, saved, row)  # its own ids and those of the shared sets it names
+    ids_by_code = {int(code): ids[(ids >> ROW_BITS) == code] for code in np.unique(ids >> ROW_BITS)}
     explained = {}
     for code, ids in sorted(ids_by_code.items()):
         table = session.catalog.table_of_code(code)
         data = None
         for version in saved.lineage_tables.get(table) or [None]:
-            schema = session.catalog.entry(table).version_schema(version)
-            frame = read_parquet(spark, session.catalog.data_path(table, version), schema)
-            data = frame if data is None else data.unionByName(frame, allowMissingColumns=True).dropDuplicates([ID_COLUMN])
+            frame = table_rows(spark, session.catalog, table, version)
+            data = (
+                frame if data is None else data.unionByName(frame, allowMissingColumns=True).dropDuplicates([ID_COLUMN])
+            )
         if len(ids) <= LITERAL_IDS:
-            found = data.where(f"{ID_COLUMN} IN ({', '.join(map(str, ids))})")
+            found = data.where(f"{ID_COLUMN} IN ({', '.join(map(str, ids.tolist()))})")
         else:
             wanted = spark.createDataFrame(pa.table({ID_COLUMN: ids}))  # already here: no second read of the row
             found = data.join(F.broadcast(wanted), ID_COLUMN, "left_semi")

@@ -1,4 +1,4 @@
-"""The ``impact``, ``explain`` and ``results`` commands and ``sql --save`` (DESIGN §4).
+"""The ``impact``, ``explain`` and ``results`` commands and ``sql --save`` (docs/architecture.md, "Public interface").
 
 Warnings about an answer that is still given (a source matching no rows, a result older
 than its data) go to stderr as one line each, ``dltrace: warning: ...``; the exit status
@@ -14,11 +14,17 @@ import warnings
 from dataclasses import asdict
 
 from dltrace.errors import BadInput
-from dltrace.formatting import TABLE_DEFAULT_LIMIT, row_dicts, table_footer, write_json, write_table
+from dltrace.formatting import output_limit, row_dicts, table_footer, write_json, write_table
 from dltrace.impact.search import MODES, ImpactWarning, collect_bad_ids, matches_nothing
 from dltrace.impact.source import SOURCE_FORM, parse_source
 from dltrace.results import ResultStore
-from dltrace.summary.commands import LINEAGE_SQL, add_lineage_sql_parser, add_summary_flags, run_lineage_sql, run_summary
+from dltrace.summary.commands import (
+    LINEAGE_SQL,
+    add_lineage_sql_parser,
+    add_summary_flags,
+    run_lineage_sql,
+    run_summary,
+)
 
 COMMANDS = ("impact", "explain", "results", LINEAGE_SQL)
 OUTPUTS = ("table", "json")
@@ -42,11 +48,21 @@ def add_parsers(commands, common: argparse.ArgumentParser) -> None:
     explain.add_argument("--row", type=int, required=True, help="its _row number")
     explain.add_argument("--format", choices=OUTPUTS, default="table")
     explain.add_argument("--limit", type=int, help="table format: at most N rows per table (50 by default)")
+    explain.add_argument(
+        "--reasons",
+        action="store_true",
+        help="also the reasons of the reason-capable UDFs that fed the row (re-run on its lineage only)",
+    )
     add_summary_flags(explain)
 
     results = commands.add_parser("results", parents=[common], help="list saved results, drop one, or index one")
-    results.add_argument("action", nargs="?", choices=("list", "drop", "index"), default="list",
-                         help="index: build a result's forward index (id -> rows) for repeated impact questions")
+    results.add_argument(
+        "action",
+        nargs="?",
+        choices=("list", "drop", "index"),
+        default="list",
+        help="index: build a result's forward index (id -> rows) for repeated impact questions",
+    )
     results.add_argument("name", nargs="?", help="the result to drop or index")
     results.add_argument("--format", choices=OUTPUTS, default="table")
     add_lineage_sql_parser(commands, common)
@@ -75,17 +91,12 @@ def save_for_sql(session, frame, name: str, query: str, semantics: str, represen
     which ``explain --row`` takes) so that printing them does not run the query again."""
     saved = session.save(frame, name, query=query, semantics=semantics, repr=representation)
     index = "with" if saved.index else "without"
-    print(f"dltrace: saved result {saved.name}: {saved.rows} rows at catalog version {saved.catalog_version}, "
-          f"{index} forward index", file=sys.stderr)
+    print(
+        f"dltrace: saved result {saved.name}: {saved.rows} rows at catalog version {saved.catalog_version}, "
+        f"{index} forward index",
+        file=sys.stderr,
+    )
     return session.result(saved.name)
-
-
-def output_limit(args: argparse.Namespace) -> int | None:
-    """How many rows to print: --limit, or a screenful for the table format; never negative."""
-    limit = args.limit if args.limit is not None else (TABLE_DEFAULT_LIMIT if args.format == "table" else None)
-    if limit is not None and limit < 0:
-        raise BadInput("--limit must be 0 or more")
-    return limit
 
 
 def _impact(session, args: argparse.Namespace, query_text) -> int:
@@ -95,8 +106,14 @@ def _impact(session, args: argparse.Namespace, query_text) -> int:
     limit = output_limit(args)
     if args.result is None and query is None:
         return _impact_everywhere(session, args, limit)
-    frame = session.impact(args.source, result=args.result, query=query, mode=args.mode,
-                           semantics=args.semantics, use_index=not args.no_index)
+    frame = session.impact(
+        args.source,
+        result=args.result,
+        query=query,
+        mode=args.mode,
+        semantics=args.semantics,
+        use_index=not args.no_index,
+    )
     reeval = (args.mode or ("stored" if args.result else "reeval")) == "reeval"
     source = parse_source(args.source, session.catalog)
     try:
@@ -106,7 +123,7 @@ def _impact(session, args: argparse.Namespace, query_text) -> int:
             collect_bad_ids(session, source)
         raise
     if not rows and reeval and matches_nothing(session, source):  # stored mode has said so already
-        warnings.warn(ImpactWarning(f"no rows match the source '{source.text}': nothing is affected"))
+        warnings.warn(ImpactWarning(f"no rows match the source '{source.text}': nothing is affected"), stacklevel=2)
     if args.format == "json":
         write_json(rows[:limit] if limit is not None else rows, sys.stdout)
         return 0
@@ -153,7 +170,27 @@ def _explain(session, args: argparse.Namespace) -> int:
         print(f"{table}:{more}")
         write_table(rows[:limit], frame.columns, session.catalog, sys.stdout)
         print()
+    if args.reasons:
+        _print_reasons(session, args, limit)
     return 0
+
+
+def _print_reasons(session, args: argparse.Namespace, limit: int | None) -> None:
+    """``explain --reasons``: per reason-capable UDF call, its invocations on the row's lineage."""
+    for found in session.explain_reasons(args.result, args.row):
+        records = found.rows.to_dict("records")
+        if args.format == "json":
+            write_json(({"udf": found.udf, **record} for record in records), sys.stdout)
+        else:
+            more = f" (first {limit}: raise --limit)" if len(records) > limit else ""
+            print(
+                f"reasons of {found.call}: {found.invocations} invocations, on the rows of row {args.row}'s lineage, "
+                f"re-run in reasoning mode{more}"
+            )
+            write_table(records[:limit], list(found.rows.columns), session.catalog, sys.stdout)
+            print()
+        if args.format != "table":
+            print(f"dltrace: {found.invocations} invocations of {found.udf} re-run in reasoning mode", file=sys.stderr)
 
 
 def _results(session, args: argparse.Namespace) -> int:

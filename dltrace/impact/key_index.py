@@ -17,7 +17,7 @@ from pathlib import Path
 
 from dltrace.catalog import ID_COLUMN, quoted
 from dltrace.recovery import build_once
-from dltrace.results import read_parquet
+from dltrace.table_data import read_parquet, table_rows
 
 KEY_INDEX_MIN_ROWS = 1_000_000
 ROW_GROUP_BYTES = 1 << 20
@@ -33,17 +33,17 @@ def key_index_path(session, table: str, version: int | None = None) -> Path:
 def ensure_key_index(session, table: str, version: int | None = None) -> Path:
     """The key index of ``table`` at data ``version`` (None: current), built if missing."""
     entry = session.catalog.entry(table)
-    data = read_parquet(session.spark, session.catalog.data_path(table, version), entry.version_schema(version))
+    data = table_rows(session.spark, session.catalog, table, version)
     return build_once(key_index_path(session, table, version), lambda tmp: (
         data.select(*map(quoted, entry.key), ID_COLUMN).orderBy(*map(quoted, entry.key))
         .write.option("parquet.block.size", ROW_GROUP_BYTES).parquet(str(tmp))
     ))
 
 
-def rows_to_search(session, table: str, version: int | None, columns: set[str]) -> tuple[Path, dict[str, str] | None]:
+def rows_to_search(session, table: str, version: int | None, columns: set[str]):
     """Where to evaluate a predicate over ``columns`` of ``table`` (at data ``version``), and
-    its schema: the key index when the predicate reads key columns only and the table is
-    large, else the table's own Parquet."""
+    its rows as a DataFrame: the key index when the predicate reads key columns only and the
+    table is large, else the table's own rows (``dltrace.table_data``)."""
     catalog = session.catalog
     entry = catalog.entry(table)
     key = {c.lower() for c in entry.key or []}
@@ -53,5 +53,6 @@ def rows_to_search(session, table: str, version: int | None, columns: set[str]) 
     schema = entry.version_schema(version)
     if key and columns and columns <= key | {ID_COLUMN} and columns & key and rows >= KEY_INDEX_MIN_ROWS:
         index_schema = {c: t for c, t in schema.items() if c.lower() in key | {ID_COLUMN}} if schema else None
-        return ensure_key_index(session, table, version), index_schema
-    return catalog.data_path(table, version), schema
+        index = ensure_key_index(session, table, version)
+        return index, read_parquet(session.spark, index, index_schema)
+    return catalog.data_path(table, version), table_rows(session.spark, catalog, table, version)

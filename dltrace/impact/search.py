@@ -1,4 +1,4 @@
-"""Forward impact (DESIGN §7): which output rows did some bad source rows affect?
+"""Forward impact (docs/architecture.md, "Impact and explain"): which output rows did some bad source rows affect?
 
 Both modes answer with the affected output rows, their columns, and ``DL`` narrowed to the
 bad ids each one derives from, so their answers can be compared row for row:
@@ -24,11 +24,11 @@ import numpy as np
 from sqlglot import exp
 
 from dltrace.catalog import ID_COLUMN
-from dltrace.errors import BadInput
+from dltrace.errors import BadInput, spark_error
 from dltrace.impact.key_index import rows_to_search
 from dltrace.impact.source import Source, parse_source
-from dltrace.results import DL, INDEX_ID, ROW, ResultStore, SavedResult, read_parquet
-from dltrace.session import spark_error
+from dltrace.results import DL, INDEX_ID, ROW, SHARED_ID, SHARED_REFS, SHARED_SET, ResultStore, SavedResult
+from dltrace.table_data import table_rows
 
 MODES = ("stored", "reeval")
 LITERAL_IDS = 1000  # bad ids inlined as a literal; beyond, a broadcast join
@@ -63,7 +63,9 @@ def impact(session, source: str, result: str | None = None, query: str | None = 
         warn_if_stale(session, saved, bad, mode)
     if mode == "stored":
         if saved is None:
-            raise BadInput("--mode stored searches a saved result: give --result NAME, or use --mode reeval with --query")
+            raise BadInput(
+                "--mode stored searches a saved result: give --result NAME, or use --mode reeval with --query"
+            )
         return stored_impact(session, bad, saved, use_index)
     if saved is not None:
         query, semantics = saved.query, saved.semantics
@@ -94,11 +96,13 @@ def bad_rows(session, source: Source):
     The predicate runs as SQL over a view of the rows to search, named as the table, so that
     its subqueries can read the catalog's tables like any query.
     """
-    path, schema = rows_to_search(session, source.table, source.version, source.columns)
+    path, rows = rows_to_search(session, source.table, source.version, source.columns)
     view = "__dl_source_" + hashlib.sha256(str(path).encode()).hexdigest()[:12]
-    read_parquet(session.spark, path, schema).createOrReplaceTempView(view)
+    rows.createOrReplaceTempView(view)
     try:
-        return session.run(f"SELECT {ID_COLUMN} FROM {view} AS {source.table} WHERE {source.predicate.sql(dialect='spark')}")
+        return session.run(
+            f"SELECT {ID_COLUMN} FROM {view} AS {source.table} WHERE {source.predicate.sql(dialect='spark')}"
+        )
     except BadInput as error:
         raise BadInput(f"--source {source.text}: {error}") from None
 
@@ -134,42 +138,79 @@ def stored_impact(session, source: Source, saved: SavedResult, use_index: bool =
 
 
 def search_result(session, store: ResultStore, saved: SavedResult, ids: np.ndarray, use_index: bool = True):
-    """The rows of ``saved`` whose DL holds one of ``ids`` (sorted), ``DL`` narrowed to them."""
+    """The rows of ``saved`` whose DL holds one of ``ids`` (sorted), ``DL`` narrowed to them.
+
+    A row's DL is its own ids and the shared sets it names: each shared set is searched once,
+    and a hit in it affects every row that names the set.
+    """
     from pyspark.sql import functions as F
 
     spark = session.spark
     rows = store.rows(spark, saved)
     index = store.index(spark, saved) if use_index else None
+    shared_hits = _shared_hits(spark, store, saved, ids) if len(ids) else None
     if not len(ids):
-        return rows.limit(0)
-    if len(ids) > LITERAL_IDS:
-        return _joined_impact(spark, rows, index, ids)
+        return rows.limit(0).drop(SHARED_REFS)
+    if len(ids) > LITERAL_IDS or shared_hits is not None:
+        return _joined_impact(spark, rows, index, ids, shared_hits)
     candidates = rows
     if index is not None:
         hit_rows = np.unique(int_column(index.where(f"{INDEX_ID} IN ({_numbers(ids)})").select(ROW)))
         if not len(hit_rows):
-            return rows.limit(0)
+            return rows.limit(0).drop(SHARED_REFS)
         if len(hit_rows) <= LITERAL_ROWS:
             candidates = rows.where(f"{ROW} IN ({_numbers(hit_rows)})")
     literal = f"array({_numbers(ids)})"
-    hits = candidates.where(F.expr(f"arrays_overlap({DL}, {literal})")).withColumn(DL, F.expr(f"array_intersect({DL}, {literal})"))
+    hits = candidates.where(F.expr(f"arrays_overlap({DL}, {literal})")).withColumn(
+        DL, F.expr(f"array_intersect({DL}, {literal})")
+    )
     # few rows: sorted in one partition, in the job that finds them (a global sort would
     # sample its input in a job of its own, a repartition add a shuffle stage)
-    return hits.coalesce(1).sortWithinPartitions(ROW)
+    return hits.drop(SHARED_REFS).coalesce(1).sortWithinPartitions(ROW)
 
 
-def _joined_impact(spark, rows, index, ids: np.ndarray):
-    """Many bad ids: joined (broadcast while they fit) against the (id, _row) pairs, from the
-    forward index or from the saved DLs exploded."""
+def _bad_frame(spark, ids: np.ndarray):
+    """The bad ids as a one-column DataFrame, broadcast while they fit."""
     import pyarrow as pa
     from pyspark.sql import functions as F
 
     bad = spark.createDataFrame(pa.table({INDEX_ID: ids}))
-    if len(ids) <= BROADCAST_IDS:
-        bad = F.broadcast(bad)
+    return F.broadcast(bad) if len(ids) <= BROADCAST_IDS else bad
+
+
+def _shared_hits(spark, store: ResultStore, saved: SavedResult, ids: np.ndarray):
+    """The bad ids in ``saved``'s shared sets, ``(set_id, id)``, or None when they hold none:
+    every shared set is searched once, whatever the number of rows naming it."""
+    import pyarrow as pa
+
+    sets = store.shared_sets(spark, saved)
+    if sets is None:
+        return None
+    if len(ids) <= LITERAL_IDS:
+        found = sets.where(f"{SHARED_ID} IN ({_numbers(ids)})")
+    else:
+        found = sets.join(_bad_frame(spark, ids).withColumnRenamed(INDEX_ID, SHARED_ID), SHARED_ID, "left_semi")
+    table = found.toArrow()
+    return (
+        spark.createDataFrame(pa.table({SHARED_SET: table.column(SHARED_SET), INDEX_ID: table.column(SHARED_ID)}))
+        if table.num_rows
+        else None
+    )
+
+
+def _joined_impact(spark, rows, index, ids: np.ndarray, shared_hits=None):
+    """Many bad ids (or hits in shared sets): joined against the (id, _row) pairs, from the
+    forward index or from the saved DLs exploded; a shared set's hits reach every row naming it."""
+    from pyspark.sql import functions as F
+
     pairs = index if index is not None else rows.select(F.explode(DL).alias(INDEX_ID), ROW)
-    matched = pairs.join(bad, INDEX_ID).groupBy(ROW).agg(F.sort_array(F.collect_set(INDEX_ID)).alias(DL))
-    return rows.drop(DL).join(matched, ROW).select(*rows.columns).orderBy(ROW)
+    matched = pairs.join(_bad_frame(spark, ids), INDEX_ID).select(INDEX_ID, ROW)
+    if shared_hits is not None:
+        naming = rows.select(ROW, F.explode(SHARED_REFS).alias(SHARED_SET))
+        matched = matched.unionByName(naming.join(F.broadcast(shared_hits), SHARED_SET).select(INDEX_ID, ROW))
+    narrowed = matched.groupBy(ROW).agg(F.sort_array(F.collect_set(INDEX_ID)).alias(DL))
+    columns = [c for c in rows.columns if c != SHARED_REFS]
+    return rows.drop(DL).join(narrowed, ROW).select(*columns).orderBy(ROW)
 
 
 def reeval_impact(session, source: Source, query: str, semantics: str = "control"):
@@ -205,8 +246,7 @@ def _bad_rows_view(session, source: Source) -> str:
     version = source.version if source.version is not None else catalog.entry(source.table).version
     name = f"__dl_bad_{hashlib.sha256(f'{source.text}@{version}'.encode()).hexdigest()[:12]}"
     base = f"{name}_rows"
-    schema = catalog.entry(source.table).version_schema(version)
-    read_parquet(session.spark, catalog.data_path(source.table, version), schema).createOrReplaceTempView(base)
+    table_rows(session.spark, catalog, source.table, version).createOrReplaceTempView(base)
     if source.has_subquery:
         ids = collect_bad_ids(session, source)
         is_bad = f"{ID_COLUMN} IN ({_numbers(ids)})" if len(ids) else "FALSE"

@@ -19,7 +19,9 @@ from dltrace.catalog import ID_COLUMN, Catalog
 from dltrace.errors import BadInput, UnknownColumn
 from dltrace.rewriter.qualify import parse_error_description
 
-SOURCE_PATTERN = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)(?:@v(\d+))?\s+where\s+(.+?)\s*;?\s*$", re.IGNORECASE | re.DOTALL)
+SOURCE_PATTERN = re.compile(
+    r"^\s*([A-Za-z_][A-Za-z0-9_]*)(?:@v(\d+))?\s+where\s+(.+?)\s*;?\s*$", re.IGNORECASE | re.DOTALL
+)
 SOURCE_FORM = "'TABLE WHERE PREDICATE' (or 'TABLE@vK WHERE PREDICATE' for data version K)"
 
 
@@ -63,9 +65,13 @@ def parse_source(text: str, catalog: Catalog) -> Source:
     columns = {c.lower() for c in entry.schema} | {ID_COLUMN}
     for column in _own_columns(predicate):
         if column.table and column.table.lower() != table:
-            raise BadInput(f"--source: the predicate can only use columns of {table}, not {column.sql(dialect='spark')}")
+            raise BadInput(
+                f"--source: the predicate can only use columns of {table}, not {column.sql(dialect='spark')}"
+            )
         if column.name.lower() not in columns:
-            raise UnknownColumn(f"--source: {table} has no column {column.name} (it has {', '.join(entry.schema)}, {ID_COLUMN})")
+            raise UnknownColumn(
+                f"--source: {table} has no column {column.name} (it has {', '.join(entry.schema)}, {ID_COLUMN})"
+            )
     return Source(table, int(version) if version is not None else None, predicate)
 
 
@@ -77,9 +83,12 @@ def _parse_predicate(text: str, table: str) -> exp.Expression:
         first = error.errors[0] if error.errors else {}
         near = first.get("highlight")
         description = parse_error_description(error)
-        column = max(int(first.get("col", len(prefix))) - len(prefix), 1) if first.get("line", 1) == 1 else first.get("col")
+        column = (
+            max(int(first.get("col", len(prefix))) - len(prefix), 1) if first.get("line", 1) == 1 else first.get("col")
+        )
         raise BadInput(
-            f"--source: the predicate does not parse at column {column}{f' near {near!r}' if near else ''}: {description}"
+            f"--source: the predicate does not parse at column {column}"
+            f"{f' near {near!r}' if near else ''}: {description}"
         ) from None
     except TokenError as error:
         raise BadInput(f"--source: the predicate does not parse: {error}") from None

@@ -7,7 +7,7 @@ rule always finds the lineage of its inputs already computed.
 >>> print(rewrite_sql("SELECT d.s_name, i.i_name FROM store d, item i, sales s "
 ...                   "WHERE d.s_id = s.s_id AND i.i_id = s.i_id AND i.category = 'stationery'", PAPER_SCHEMA))
 SELECT d.s_name AS s_name, i.i_name AS i_name, ARRAY(d._dl_id, i._dl_id, s._dl_id) AS DL FROM store AS d INNER JOIN item AS i INNER JOIN sales AS s WHERE d.s_id = s.s_id AND i.i_id = s.i_id AND i.category = 'stationery'
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 
@@ -23,11 +23,11 @@ from dltrace.rewriter.context import IdSource, RewriteContext
 from dltrace.rewriter.distinct import distinct
 from dltrace.rewriter.distinct_set_operations import distinct_set_operations
 from dltrace.rewriter.join import join
-from dltrace.rewriter.output import DISJOINT_ROWS, DL, output
+from dltrace.rewriter.output import DISJOINT_ROWS, DL, SHARED, SharedLineage, output
 from dltrace.rewriter.projection import projection
 from dltrace.rewriter.qualify import parse, qualify_against_catalog
 from dltrace.rewriter.representation import REPRESENTATIONS, SET
-from dltrace.rewriter.saved_result import SavedLineage
+from dltrace.rewriter.saved_result import SavedLineage, shared_view
 from dltrace.rewriter.semi_anti_join import semi_anti_join
 from dltrace.rewriter.set_operation import union_all
 from dltrace.rewriter.subquery_condition import subquery_condition
@@ -56,7 +56,19 @@ PAPER_SCHEMA = {
 }
 PAPER_CODES = {"store": 1, "item": 2, "sales": 3}
 
-__all__ = ["DISJOINT_ROWS", "DL", "IdSource", "SavedLineage", "rewrite", "rewrite_sql", "parse", "PAPER_SCHEMA", "PAPER_CODES"]
+__all__ = [
+    "DISJOINT_ROWS",
+    "DL",
+    "SHARED",
+    "SharedLineage",
+    "IdSource",
+    "SavedLineage",
+    "rewrite",
+    "rewrite_sql",
+    "parse",
+    "PAPER_SCHEMA",
+    "PAPER_CODES",
+]
 
 
 def rewrite(
@@ -78,7 +90,8 @@ def rewrite(
     ``table_rows`` and ``table_keys`` (catalog statistics) let ``auto`` choose; ``saved``
     names the saved results the query may read, with what their lineage holds (``schemas``
     has their columns).  The result's ``meta[DISJOINT_ROWS]`` says whether no id is in the
-    DLs of two of its rows.
+    DLs of two of its rows; ``meta[SHARED]`` (a ``SharedLineage``), when set, is the same
+    result with the lineage all its rows share held apart.
     """
     if semantics not in SEMANTICS:
         raise BadInput(f"unknown semantics '{semantics}': use control or data")
@@ -88,7 +101,10 @@ def rewrite(
     context.table_rows, context.table_keys, context.saved = table_rows, table_keys, dict(saved or {})
     expression = qualify_against_catalog(expression, schemas)
     with_ = expression.args.get("with_")
-    context.global_names = frozenset(codes) | frozenset(context.saved) | frozenset(c.alias_or_name.lower() for c in (with_.expressions if with_ else []))
+    context.global_names = (frozenset(codes) | frozenset(context.saved)
+                            | frozenset(shared_view(name) for name, lineage in context.saved.items()
+                                        if lineage.shared_sets)
+                            | frozenset(c.alias_or_name.lower() for c in (with_.expressions if with_ else [])))
     for rule in PREPARE:
         expression = rule(expression, context)
     in_copy = replace(context, representation=SET)  # lineage copies, and CTEs they read, use native sets
@@ -113,5 +129,9 @@ def rewrite_sql(
     saved: dict[str, SavedLineage] | None = None,
 ) -> str:
     """Spark SQL in, lineage Spark SQL out (``saved``: saved results read like tables)."""
-    codes = codes if codes is not None else (PAPER_CODES if schemas is PAPER_SCHEMA else {n: i + 1 for i, n in enumerate(sorted(schemas))})
+    codes = (
+        codes
+        if codes is not None
+        else (PAPER_CODES if schemas is PAPER_SCHEMA else {n: i + 1 for i, n in enumerate(sorted(schemas))})
+    )
     return rewrite(parse(sql), schemas, codes, representation, semantics, saved=saved).sql(dialect="spark")

@@ -8,7 +8,7 @@ aggregation, so it sits in the same SELECT as SUM, COUNT and the rest; a ``colle
 >>> from dltrace.rewriter import rewrite_sql, PAPER_SCHEMA
 >>> print(rewrite_sql("SELECT s_id, SUM(num) AS n FROM sales GROUP BY s_id", PAPER_SCHEMA))
 SELECT sales.s_id AS s_id, SUM(sales.num) AS n, SORT_ARRAY(COLLECT_LIST(sales._dl_id)) AS DL FROM sales AS sales GROUP BY sales.s_id
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 
@@ -44,10 +44,14 @@ def aggregate(select: exp.Select, scope: Scope, context: RewriteContext) -> exp.
         size = expected_group_lineage(select, context)
         plain = not has_grouping_sets(select)
         by_key = grouped_by_key(select, context.table_keys or {}) if plain else frozenset()
+        global_aggregate = not select.args.get("group")
         terms, collected = [], False
         for term in rows:
             if term.kind is Kind.ID and term.source in by_key and context.ids_ordered_by_table:
                 terms.append(one_row_per_group(term))
+                continue
+            if term.shared and global_aggregate and isinstance(term.sql, exp.Subquery):
+                terms.append(only_if_rows_read(term))
                 continue
             aggregated = context.representation.aggregate(term, group_size=size)
             collected = collected or not term.shared
@@ -95,7 +99,9 @@ def group_by_keys(select: exp.Select, table_keys: dict[str, list[str]]) -> None:
                               if not (isinstance(p, exp.Column) and (p.table, p.name.lower()) in dropped)])
     for part in [*select.expressions, select.args.get("having"), select.args.get("order")]:
         for column in list(part.find_all(exp.Column)) if part is not None else []:
-            if (column.table, column.name.lower()) in dropped and column.find_ancestor(exp.AggFunc, exp.Select) is select:
+            if (column.table, column.name.lower()) in dropped and column.find_ancestor(
+                exp.AggFunc, exp.Select
+            ) is select:
                 value = exp.AnyValue(this=column.copy())
                 column.replace(exp.alias_(value, column.name) if column.parent is select else value)
 
@@ -133,10 +139,19 @@ def in_one_group(term: Term, rows: tuple[Term, ...], select: exp.Select, context
     pinned = pinned_sources(select, context.table_keys or {}, term.source)
     parts = group.expressions
     return bool(parts) and all(
-        not part.find(exp.Subquery) and (columns := list(part.find_all(exp.Column)))
+        not part.find(exp.Subquery)
+        and (columns := list(part.find_all(exp.Column)))
         and all(column.table in pinned for column in columns)
         for part in parts
     )
+
+
+def only_if_rows_read(term: Term) -> Term:
+    """A set every row shares, under a global aggregate: its one output row holds the set
+    only when it aggregated rows (DLUNION over no rows is ∅, subquery lineage included).
+    One row: the set is spelled out there, no longer held apart."""
+    has_rows = exp.GT(this=exp.Count(this=exp.Star()), expression=exp.Literal.number(0))
+    return replace(term, sql=exp.If(this=has_rows, true=term.sql, false=exp.Null()), nullable=True, shared=False)
 
 
 def one_row_per_group(term: Term) -> Term:
@@ -156,8 +171,10 @@ def grouped_by_key(select: exp.Select, table_keys: dict[str, list[str]]) -> froz
     names = [t.name.lower() for t in tables]
     grouped = {(c.table, c.name.lower()) for c in group.find_all(exp.Column)}
     return frozenset(
-        table.alias_or_name for table, name in zip(tables, names)
-        if names.count(name) == 1 and (key := table_keys.get(name))
+        table.alias_or_name
+        for table, name in zip(tables, names)
+        if names.count(name) == 1
+        and (key := table_keys.get(name))
         and all((table.alias_or_name, k.lower()) in grouped for k in key)
     )
 
@@ -184,4 +201,4 @@ def expected_group_lineage(select: exp.Select, context: RewriteContext) -> float
         key = [k.lower() for k in (context.table_keys or {}).get(table) or []]
         if key and set(key) <= grouped:
             return read / max(rows[table], 1)
-    return read ** 0.5
+    return read**0.5

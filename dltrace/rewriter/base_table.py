@@ -21,7 +21,6 @@ from dltrace.catalog import ID_COLUMN
 from dltrace.rewriter.context import RewriteContext
 from dltrace.rewriter.terms import Kind, Term
 
-
 INSTANCE = "dl_instance"
 INSTANCE_SHIFT = 56  # above the table codes (< 256) that tagged tests use
 
@@ -57,5 +56,5 @@ def base_table(table: exp.Table, scope: Scope, context: RewriteContext) -> tuple
         return ()
     dl_id, nullable = source
     # row ids (not granule ids, which many rows share) identify the row they come from
-    return (Term(dl_id, Kind.ID, frozenset({table.name.lower()}), nullable=nullable, unique=context.ids_ordered_by_table,
-                 source=table.alias_or_name),)
+    return (Term(dl_id, Kind.ID, frozenset({table.name.lower()}), nullable=nullable,
+                 unique=context.ids_ordered_by_table, source=table.alias_or_name),)

@@ -3,8 +3,9 @@ the lineage already computed for inner scopes (kept in the AST nodes' ``meta``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any
 
 from sqlglot import exp
 
@@ -20,7 +21,7 @@ PROJECTED = "dl_projected"  # the terms behind a SELECT's __dl columns
 # Where a table occurrence's lineage ids come from: ``(id expression, nullable)`` over the
 # occurrence's alias, or None when the table contributes nothing.  The default reads
 # ``_dl_id``; LINEAGE ON uses granule ids; impact re-evaluation gives ids to bad rows only.
-IdSource = Callable[[exp.Table], Optional[tuple[exp.Expression, bool]]]
+IdSource = Callable[[exp.Table], tuple[exp.Expression, bool] | None]
 
 
 @dataclass

@@ -8,7 +8,7 @@ used twice is rewritten once and read twice.
 >>> print(rewrite_sql("WITH ca AS (SELECT s_id FROM store WHERE state = 'CA') "
 ...                   "SELECT t_id FROM sales, ca WHERE sales.s_id = ca.s_id", PAPER_SCHEMA))
 WITH ca AS (SELECT store.s_id AS s_id, store._dl_id AS __dl0 FROM store AS store WHERE store.state = 'CA') SELECT sales.t_id AS t_id, ARRAY(ca.__dl0, sales._dl_id) AS DL FROM sales AS sales INNER JOIN ca AS ca WHERE sales.s_id = ca.s_id
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Rule: UNION (distinct), INTERSECT and EXCEPT as DISTINCT queries (DESIGN §2, paper §3.4).
+"""Rule: UNION (distinct), INTERSECT and EXCEPT as DISTINCT queries (docs/semantics.md, paper §3.4).
 
 * ``A UNION B`` is ``SELECT DISTINCT * FROM (A UNION ALL B)``: a row's DL is the DLUNION of
   all the duplicates merged into it.
@@ -10,7 +10,7 @@
 >>> from dltrace.rewriter import rewrite_sql, PAPER_SCHEMA
 >>> print(rewrite_sql("SELECT s_name FROM store EXCEPT SELECT i_name FROM item", PAPER_SCHEMA, semantics="data"))
 SELECT _left.s_name, SORT_ARRAY(COLLECT_LIST(_left.__dl0)) AS DL FROM (SELECT store.s_name AS s_name, store._dl_id AS __dl0 FROM store AS store) AS _left WHERE NOT EXISTS(SELECT 1 FROM (SELECT item.i_name AS i_name FROM item AS item) AS _right WHERE _right.i_name IS NOT DISTINCT FROM _left.s_name) GROUP BY _left.s_name
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 
@@ -50,8 +50,8 @@ def _as_select(node: exp.SetOperation) -> exp.Select:
         return exp.select(*[exp.column(n, table="_union") for n in names]).distinct().from_(inner.subquery("_union"))
     left, right = node.left.unnest().copy(), node.right.unnest().copy()
     matches = exp.and_(*[
-        exp.NullSafeEQ(this=exp.column(r, table="_right"), expression=exp.column(l, table="_left"))
-        for l, r in zip(left.named_selects, right.named_selects)
+        exp.NullSafeEQ(this=exp.column(right_name, table="_right"), expression=exp.column(left_name, table="_left"))
+        for left_name, right_name in zip(left.named_selects, right.named_selects)
     ])
     probe = exp.select("1").from_(right.subquery("_right")).where(matches)
     condition: exp.Expression = exp.Exists(this=probe)

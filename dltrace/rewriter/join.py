@@ -9,7 +9,7 @@ source, and only materialised where the lineage leaves the query.
 >>> print(rewrite_sql("SELECT d.s_name, i.i_name FROM store d JOIN sales s ON d.s_id = s.s_id "
 ...                   "JOIN item i ON i.i_id = s.i_id WHERE i.category = 'stationery'", PAPER_SCHEMA))
 SELECT d.s_name AS s_name, i.i_name AS i_name, ARRAY(d._dl_id, i._dl_id, s._dl_id) AS DL FROM store AS d JOIN sales AS s ON d.s_id = s.s_id JOIN item AS i ON i.i_id = s.i_id WHERE i.category = 'stationery'
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 

@@ -78,7 +78,9 @@ def _pinned(start: str, keys: dict[str, list[set[str]]], bindings) -> set[str]:
     while changed:
         changed = False
         for alias in keys.keys() - known:
-            bound = {c.name.lower() for c, other in bindings if c.table == alias and (other is None or other.table in known)}
+            bound = {
+                c.name.lower() for c, other in bindings if c.table == alias and (other is None or other.table in known)
+            }
             if any(key <= bound for key in keys[alias]):
                 known.add(alias)
                 changed = True

@@ -8,35 +8,95 @@ projection above the query, for the surviving groups only.
 >>> from dltrace.rewriter import rewrite_sql, PAPER_SCHEMA
 >>> print(rewrite_sql("SELECT a.s_id, b.s_id FROM store a, store b WHERE a.s_name = b.s_name", PAPER_SCHEMA))
 SELECT a.s_id AS s_id, b.s_id AS s_id, SORT_ARRAY(ARRAY_DISTINCT(ARRAY(a._dl_id, b._dl_id))) AS DL FROM store AS a INNER JOIN store AS b WHERE a.s_name = b.s_name
-"""
+
+Lineage every row shares (an uncorrelated subquery's, under control semantics) is spelled
+out in every row's ``DL``; beside it the rule keeps the same result with that lineage held
+apart (``meta[SHARED]``): ``DL`` with each row's own ids, and each shared set as a query of
+its own, computed once.  That is what a saved result stores (README, "Shared lineage"):
+
+>>> from dltrace.rewriter import parse, rewrite, PAPER_CODES
+>>> query = parse("SELECT s_id FROM sales WHERE price > (SELECT avg(price) FROM sales)")
+>>> shared = rewrite(query, PAPER_SCHEMA, PAPER_CODES).meta[SHARED]
+>>> print(shared.rows.sql(dialect="spark"))
+SELECT sales.s_id AS s_id, ARRAY(sales._dl_id) AS DL FROM sales AS sales WHERE sales.price > (SELECT AVG(sales.price) AS _col_0 FROM sales AS sales)
+>>> print(shared.sets[0].sql(dialect="spark"))
+SELECT SORT_ARRAY(COLLECT_LIST(sales._dl_id)) AS __dl FROM sales AS sales
+"""  # noqa: E501
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from sqlglot import exp
 
 from dltrace.rewriter.context import OUTPUT, RewriteContext, get_lineage
+from dltrace.rewriter.projection import is_symbolic
 from dltrace.rewriter.set_operation import replace_lineage_columns
-from dltrace.rewriter.terms import is_lineage_column
+from dltrace.rewriter.terms import Term, is_lineage_column
 
 OUTER = "__dlout"
 
 DL = "DL"
 DISJOINT_ROWS = "dl_disjoint_rows"  # meta of the result: no id is in the DLs of two rows
+SHARED = "dl_shared"  # meta of the result: its lineage with the sets all rows share apart
+
+
+@dataclass(frozen=True)
+class SharedLineage:
+    """A result's lineage with the sets every row shares held apart.
+
+    ``rows`` is the query with each row's own ids in ``DL``; every row's full DL is that
+    plus each of ``sets`` (queries of one row and one column: a sorted id array).
+    ``disjoint``: no own id is in the DLs of two rows.
+    """
+
+    rows: exp.Expression
+    sets: tuple[exp.Expression, ...]
+    disjoint: bool
 
 
 def output(expression: exp.Expression, context: RewriteContext) -> exp.Expression:
     """Replace the outermost query's ``__dl`` columns by the final ``DL`` column."""
     query = expression.unnest()
-    disjoint = all(term.unique for term in get_lineage(query, OUTPUT))
-    if isinstance(query, exp.Select) and query.args.get("having"):
-        expression = _after_having(query, context)
-    else:
-        replace_lineage_columns(query, lambda terms: [(DL, context.representation.output(terms, context.codes, context.ids_ordered_by_table))])
-    expression.meta[DISJOINT_ROWS] = disjoint
+    terms = get_lineage(query, OUTPUT)
+    shared = [t for t in terms if is_symbolic(t, context)] if isinstance(query, exp.Select) else []
+    split = None
+    if shared:
+        with_ = query.args.get("with_")
+        sets = []
+        for term in shared:
+            standalone = term.sql.this.copy()
+            if with_ is not None:
+                standalone.set("with_", with_.copy())
+            sets.append(standalone)
+        own = lambda term: not is_symbolic(term, context)  # noqa: E731
+        split = SharedLineage(
+            _with_dl(expression.copy(), context, own), tuple(sets), all(t.unique for t in terms if own(t))
+        )
+    expression = _with_dl(expression, context, lambda term: True)
+    expression.meta[DISJOINT_ROWS] = all(term.unique for term in terms)
+    if split is not None:
+        expression.meta[SHARED] = split
     return expression
 
 
-def _after_having(query: exp.Select, context: RewriteContext) -> exp.Select:
+def _with_dl(expression: exp.Expression, context: RewriteContext, keep: Callable[[Term], bool]) -> exp.Expression:
+    """``expression`` with its ``__dl`` columns replaced by ``DL``, the union of the terms ``keep`` selects."""
+    query = expression.unnest()
+    if isinstance(query, exp.Select) and query.args.get("having"):
+        return _after_having(query, context, keep)
+    replace_lineage_columns(query, lambda terms: [(DL, _dl(terms, context, keep))])
+    return expression
+
+
+def _dl(terms, context: RewriteContext, keep: Callable[[Term], bool]) -> exp.Expression:
+    return context.representation.output(
+        tuple(t for t in terms if keep(t)), context.codes, context.ids_ordered_by_table
+    )
+
+
+def _after_having(query: exp.Select, context: RewriteContext, keep: Callable[[Term], bool]) -> exp.Select:
     """``SELECT cols, DL FROM (query) AS __dlout``.
 
     The query keeps its ORDER BY and LIMIT: Spark sorts and limits the rows before their
@@ -46,5 +106,5 @@ def _after_having(query: exp.Select, context: RewriteContext) -> exp.Select:
     names = [n for n in query.named_selects if not is_lineage_column(n)]
     terms = tuple(t if isinstance(t.sql, exp.Subquery) else t.at(exp.column(t.sql.name, table=OUTER)) for t in outputs)
     outer = exp.select(*[exp.column(n, table=OUTER) for n in names]).from_(query.subquery(OUTER, copy=False))
-    outer.select(exp.alias_(context.representation.output(terms, context.codes, context.ids_ordered_by_table), DL), copy=False)
+    outer.select(exp.alias_(_dl(terms, context, keep), DL), copy=False)
     return outer

@@ -9,7 +9,7 @@ spelled out in the final ``DL``.
 >>> from dltrace.rewriter import rewrite_sql, PAPER_SCHEMA
 >>> print(rewrite_sql("SELECT i_name FROM (SELECT i_name FROM item ORDER BY i_id LIMIT 2) AS t", PAPER_SCHEMA))
 SELECT t.i_name AS i_name, ARRAY(t.__dl0) AS DL FROM (SELECT item.i_name AS i_name, item._dl_id AS __dl0 FROM item AS item ORDER BY item.i_id LIMIT 2) AS t
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 

@@ -56,9 +56,13 @@ def parse_statement(sql: str) -> exp.Expression:
             f"{f' near {near!r}' if near else ''}: {parse_error_description(error)}"
         ) from None
     except (TokenError, RecursionError) as error:
-        raise SqlSyntaxError(f"syntax error: {error if isinstance(error, TokenError) else 'the query nests too deeply'}") from None
+        raise SqlSyntaxError(
+            f"syntax error: {error if isinstance(error, TokenError) else 'the query nests too deeply'}"
+        ) from None
     if len(statements) != 1:
-        raise BadInput(f"expected one statement, got {len(statements)}: run a script of several with `dltrace run FILE.sql`")
+        raise BadInput(
+            f"expected one statement, got {len(statements)}: run a script of several with `dltrace run FILE.sql`"
+        )
     return statements[0]
 
 
@@ -69,7 +73,7 @@ def parse_error_description(error: ParseError) -> str:
     >>> parse("SELECT 1 FROM t WHERE a =")
     Traceback (most recent call last):
     dltrace.errors.SqlSyntaxError: syntax error at line 1, column 25 near '=': the expression is incomplete (= needs a right-hand side)
-    """
+    """  # noqa: E501
     first = error.errors[0] if error.errors else {}
     description = str(first.get("description", error)).split(". Line")[0]
     missing = MISSING_KEYWORD.match(description)
@@ -88,7 +92,8 @@ def qualify_against_catalog(expression: exp.Expression, schemas: dict[str, dict[
         if table.args.get("db") or (name not in schemas and name not in cte_names):
             full = table.sql(dialect="spark").split(" AS ")[0]
             where = f" in catalog {schemas.location}" if getattr(schemas, "location", "") else ""
-            raise UnknownTable(f"table '{full}' is not registered{where}: run `dltrace register {table.name} PATH` first"
+            raise UnknownTable(f"table '{full}' is not registered{where}: "
+                               f"run `dltrace register {table.name} PATH` first"
                                f"{', or choose the catalog with --catalog DIR' if where else ''}")
         if name in schemas and not schemas[name]:
             raise BadInput(f"table '{table.name}' has no columns (registered from an empty file): "
@@ -107,7 +112,9 @@ def qualify_against_catalog(expression: exp.Expression, schemas: dict[str, dict[
     except SchemaError as error:
         raise BadInput(f"the query does not fit the catalog's schemas: {error}") from None
     inner_joins(qualified)
-    outputs = [name for name in qualified.named_selects if name.lower() == RESERVED_OUTPUT or name.lower().startswith("__dl")]
+    outputs = [
+        name for name in qualified.named_selects if name.lower() == RESERVED_OUTPUT or name.lower().startswith("__dl")
+    ]
     if outputs:
         raise BadInput(f"the query already outputs a column named {outputs[0]}: rename it, dltrace adds DL")
     return qualified
@@ -130,7 +137,9 @@ def column_error(message: str, expression: exp.Expression, schemas: dict[str, di
     if named is None:
         return UnknownColumn(f"{text}{at}: check the column names of the registered tables")
     column, qualifier = (named.group(1) or named.group(3)), named.group(2)
-    occurrences = [(t.alias_or_name, t.name.lower()) for t in expression.find_all(exp.Table) if t.name.lower() in schemas]
+    occurrences = [
+        (t.alias_or_name, t.name.lower()) for t in expression.find_all(exp.Table) if t.name.lower() in schemas
+    ]
     if qualifier is not None:
         return UnknownColumn(f"column '{qualifier}.{column}'{at}: the query has no table or alias named {qualifier}")
     having = [alias for alias, table in occurrences if column.lower() in {c.lower() for c in schemas[table]}]

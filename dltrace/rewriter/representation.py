@@ -17,8 +17,9 @@ Python UDFs inside scalar subqueries).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Protocol, Sequence
+from typing import Protocol
 
 from sqlglot import exp
 
@@ -49,7 +50,12 @@ def empty_id_array() -> exp.Expression:
     sorts boxed objects with a comparator instead of ``java.util.Arrays.sort(long[])``
     (several times slower on large sets).
     """
-    return call("slice", call("array", exp.cast(exp.Literal.number(0), exp.DataType.build("BIGINT"))), exp.Literal.number(1), exp.Literal.number(0))
+    return call(
+        "slice",
+        call("array", exp.cast(exp.Literal.number(0), exp.DataType.build("BIGINT"))),
+        exp.Literal.number(1),
+        exp.Literal.number(0),
+    )
 
 
 def aggregate_shared(term: Term, partition_by: list[exp.Expression] | None) -> Term:
@@ -74,7 +80,9 @@ class Representation(Protocol):
     name: str
     set_kind: Kind
 
-    def aggregate(self, term: Term, partition_by: list[exp.Expression] | None = None, group_size: float | None = None) -> Term:
+    def aggregate(
+        self, term: Term, partition_by: list[exp.Expression] | None = None, group_size: float | None = None
+    ) -> Term:
         """``DLUNION`` of a term over the rows of a group (or of a window partition);
         ``group_size`` is the expected number of ids per group, when known."""
 
@@ -94,7 +102,9 @@ class SetRepresentation:
     def empty(self) -> exp.Expression:
         return empty_id_array()
 
-    def aggregate(self, term: Term, partition_by: list[exp.Expression] | None = None, group_size: float | None = None) -> Term:
+    def aggregate(
+        self, term: Term, partition_by: list[exp.Expression] | None = None, group_size: float | None = None
+    ) -> Term:
         if term.shared:
             return aggregate_shared(term, partition_by)
         # groups split the rows: ids that no two rows share, no two groups share (not so for
@@ -143,7 +153,10 @@ class SetRepresentation:
             return self.empty()
         if not ordered_by_table:
             return call("sort_array", self._group(terms, sort=False))
-        code_range = lambda g: (min(codes[t] for term in g for t in term.tables), max(codes[t] for term in g for t in term.tables))  # noqa: E731
+        code_range = lambda g: (  # noqa: E731
+            min(codes[t] for term in g for t in term.tables),
+            max(codes[t] for term in g for t in term.tables),
+        )
         groups = sorted(overlapping_groups(terms), key=code_range)
         ranges = [code_range(g) for g in groups]
         interleaved = any(prev[1] >= nxt[0] for prev, nxt in zip(ranges, ranges[1:]))
@@ -182,7 +195,9 @@ class BddRepresentation:
             id_value = id_parts[0] if len(id_parts) == 1 else call("concat", *id_parts)
         return call("dl_bdd_union", set_value, id_value)
 
-    def aggregate(self, term: Term, partition_by: list[exp.Expression] | None = None, group_size: float | None = None) -> Term:
+    def aggregate(
+        self, term: Term, partition_by: list[exp.Expression] | None = None, group_size: float | None = None
+    ) -> Term:
         if term.shared:
             return aggregate_shared(term, partition_by)
         if term.kind is Kind.ID:
@@ -228,8 +243,8 @@ class AutoRepresentation:
     the batch UDFs (one session, warm-up and timed run, load average 11-15): Q6 (one group,
     114,160 ids) set 1.62/1.86 s, bdd 1.32/2.35 s; Q14 (one group) set 1.75/3.09 s, bdd
     1.61/2.51 s; Q1 (4 groups of about 1.5M ids) set 25.3/25.0 s, bdd 29.1/51.3 s: parity
-    within this machine's noise up to 10^5 ids, sets ahead at 10^6, so the crossover stays.  roBDDs are kept for groups expected
-    above 5·10^7 ids, where a native array holds 400 MB per group and the roBDD's
+    within this machine's noise up to 10^5 ids, sets ahead at 10^6, so the crossover stays.
+    roBDDs are kept for groups expected above 5·10^7 ids, where a native array holds 400 MB per group and the roBDD's
     compression of clustered ids is what keeps the value small.
     """
 
@@ -240,7 +255,9 @@ class AutoRepresentation:
     def __init__(self, small: SetRepresentation, large: BddRepresentation) -> None:
         self.small, self.large = small, large
 
-    def aggregate(self, term: Term, partition_by: list[exp.Expression] | None = None, group_size: float | None = None) -> Term:
+    def aggregate(
+        self, term: Term, partition_by: list[exp.Expression] | None = None, group_size: float | None = None
+    ) -> Term:
         chosen = self.large if group_size is not None and group_size >= self.BDD_FROM_IDS else self.small
         return chosen.aggregate(term, partition_by, group_size)
 

@@ -19,7 +19,15 @@ SELECT COUNT(*) AS cities, SORT_ARRAY(ARRAY_DISTINCT(FLATTEN(COLLECT_LIST(by_cit
 >>> print(rewrite_sql("SELECT s_name, n FROM store JOIN by_city USING (city)", schema,
 ...                   {"store": 1, "item": 2, "sales": 3}, saved={"by_city": SavedLineage(frozenset({"store", "sales"}))}))
 SELECT store.s_name AS s_name, by_city.n AS n, SORT_ARRAY(ARRAY_DISTINCT(CONCAT(ARRAY(store._dl_id), by_city._dl_lineage))) AS DL FROM store AS store JOIN by_city AS by_city ON store.city = by_city.city
-"""
+
+A result whose rows share lineage (``shared_sets``: it was stored once, see
+``dltrace/results.py``) passes it on as a shared term, read once from the view
+``__dl_shared_<name>`` over the stored sets, as an uncorrelated subquery's lineage is:
+
+>>> print(rewrite_sql("SELECT n, count(*) AS cities FROM by_city GROUP BY n", schema, {"store": 1, "item": 2, "sales": 3},
+...                   saved={"by_city": SavedLineage(frozenset({"store", "sales"}), shared_sets=1)}))
+SELECT by_city.n AS n, COUNT(*) AS cities, SORT_ARRAY(ARRAY_DISTINCT(CONCAT(ARRAY_DISTINCT(FLATTEN(COLLECT_LIST(by_city._dl_lineage))), (SELECT SORT_ARRAY(COLLECT_LIST(id)) AS __dl FROM __dl_shared_by_city)))) AS DL FROM by_city AS by_city GROUP BY by_city.n
+"""  # noqa: E501
 
 from __future__ import annotations
 
@@ -38,7 +46,13 @@ class SavedLineage:
     """What the rewriter knows of a saved result's lineage."""
 
     tables: frozenset[str]  # the base tables its ids come from
-    disjoint: bool = False  # no id is in the DLs of two of its rows
+    disjoint: bool = False  # no own id is in the DLs of two of its rows
+    shared_sets: int = 0  # how many sets all its rows share, stored once (the view shared_view(name))
+
+
+def shared_view(result: str) -> str:
+    """The view over a saved result's shared sets, ``(set_id, id)``."""
+    return f"__dl_shared_{result.lower()}"
 
 
 def saved_result(table: exp.Table, context: RewriteContext) -> tuple[Term, ...]:
@@ -46,5 +60,10 @@ def saved_result(table: exp.Table, context: RewriteContext) -> tuple[Term, ...]:
     lineage = context.saved[table.name.lower()]
     if not lineage.tables:
         return ()
-    return (Term(exp.column(LINEAGE_COLUMN, table=table.alias_or_name), Kind.IDS, lineage.tables,
-                 unique=lineage.disjoint, source=table.alias_or_name),)
+    own = Term(exp.column(LINEAGE_COLUMN, table=table.alias_or_name), Kind.IDS, lineage.tables,
+               unique=lineage.disjoint, source=table.alias_or_name)
+    if not lineage.shared_sets:
+        return (own,)
+    collect = "COLLECT_LIST" if lineage.shared_sets == 1 else "COLLECT_SET"  # sets may overlap
+    shared = exp.Subquery(this=exp.select(f"SORT_ARRAY({collect}(id)) AS __dl").from_(shared_view(table.name)))
+    return own, Term(shared, Kind.IDS, lineage.tables, shared=True)

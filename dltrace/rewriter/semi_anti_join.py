@@ -1,4 +1,4 @@
-"""Rule: ``LEFT SEMI JOIN`` and ``LEFT ANTI JOIN`` are EXISTS and NOT EXISTS (DESIGN §2).
+"""Rule: ``LEFT SEMI JOIN`` and ``LEFT ANTI JOIN`` are EXISTS and NOT EXISTS (docs/semantics.md).
 
 They are rewritten into the equivalent subqueries, whose lineage rules apply: under data
 semantics the right side contributes nothing, under control semantics a row gains the
@@ -7,7 +7,7 @@ lineage of the right rows it matched.  Spark plans the subqueries as the same jo
 >>> from dltrace.rewriter import rewrite_sql, PAPER_SCHEMA
 >>> print(rewrite_sql("SELECT d.s_name FROM store d LEFT SEMI JOIN sales s ON s.s_id = d.s_id AND s.num > 2000", PAPER_SCHEMA, semantics="data"))
 SELECT d.s_name AS s_name, ARRAY(d._dl_id) AS DL FROM store AS d WHERE EXISTS(SELECT 1 FROM sales AS s WHERE s.s_id = d.s_id AND s.num > 2000)
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 

@@ -5,11 +5,11 @@ Both inputs must expose the same lineage columns, so each is collapsed to one se
 >>> from dltrace.rewriter import rewrite_sql, PAPER_SCHEMA
 >>> print(rewrite_sql("SELECT s_name AS name FROM store UNION ALL SELECT i_name FROM item", PAPER_SCHEMA))
 SELECT store.s_name AS name, ARRAY(store._dl_id) AS DL FROM store AS store UNION ALL SELECT item.i_name AS i_name, ARRAY(item._dl_id) AS DL FROM item AS item
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
@@ -24,7 +24,9 @@ def union_all(union: exp.Union, scope: Scope, context: RewriteContext) -> exp.Un
         raise unsupported(union, "UNION (distinct)")
     tables = tables_of(get_lineage(union.left.unnest(), OUTPUT)) | tables_of(get_lineage(union.right.unnest(), OUTPUT))
     for side in (union.left, union.right):
-        replace_lineage_columns(side.unnest(), lambda terms: [(lineage_column(0), context.representation.as_set(terms))])
+        replace_lineage_columns(
+            side.unnest(), lambda terms: [(lineage_column(0), context.representation.as_set(terms))]
+        )
     set_lineage(union, OUTPUT, [Term(exp.column(lineage_column(0)), context.representation.set_kind, tables)])
     return union
 

@@ -14,15 +14,15 @@ copy; scalar subqueries in the SELECT list compute output values and always do.
 >>> from dltrace.rewriter import rewrite_sql, PAPER_SCHEMA
 >>> print(rewrite_sql("SELECT i_name FROM item WHERE i_id IN (SELECT i_id FROM sales WHERE s_id = 1 AND num > 1500)", PAPER_SCHEMA))
 SELECT item.i_name AS i_name, CONCAT(ARRAY(item._dl_id), SORT_ARRAY((SELECT SORT_ARRAY(COLLECT_LIST(sales._dl_id)) AS __dl FROM sales AS sales WHERE sales.s_id = 1 AND sales.num > 1500))) AS DL FROM item AS item WHERE item.i_id IN (SELECT sales.i_id AS i_id FROM sales AS sales WHERE sales.s_id = 1 AND sales.num > 1500)
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from sqlglot import exp
 
-from dltrace.rewriter.aggregate import is_aggregate
+from dltrace.rewriter.aggregate import is_aggregate, only_if_rows_read
 from dltrace.rewriter.clauses import conjuncts, defined_names, sources
 from dltrace.rewriter.context import OUTPUT, PROJECTED, RewriteContext, get_lineage, unsupported
 from dltrace.rewriter.representation import SET, call, empty_id_array
@@ -171,7 +171,9 @@ def lineage_term(placeholder: exp.Expression, context: RewriteContext) -> Term |
     if isinstance(query, exp.Select) and not query.args.get("group") and not query.args.get("limit"):
         terms = get_lineage(query, PROJECTED)
         if not is_aggregate(query):
-            terms = tuple(representation.aggregate(t) for t in terms)
+            # DLUNION over the copy's rows: a set they all share counts only when there are rows
+            terms = tuple(only_if_rows_read(t) if t.shared and isinstance(t.sql, exp.Subquery)
+                          else representation.aggregate(t) for t in terms)
         value = representation.as_set(terms)
         if not correlated:  # sorted once here, so every row's sort of a union with it is nearly free
             value = call("sort_array", value)
@@ -188,7 +190,9 @@ def lineage_term(placeholder: exp.Expression, context: RewriteContext) -> Term |
         restrict_to_surviving_groups(query)
         terms = get_lineage(query, OUTPUT)
         inner = tuple(representation.aggregate(t.at(exp.column(t.sql.name, table="__dlq"))) for t in terms)
-        scalar = exp.select(exp.alias_(call("sort_array", representation.as_set(inner)), "__dl")).from_(exp.Subquery(this=query, alias=exp.TableAlias(this=exp.to_identifier("__dlq"))))
+        scalar = exp.select(exp.alias_(call("sort_array", representation.as_set(inner)), "__dl")).from_(
+            exp.Subquery(this=query, alias=exp.TableAlias(this=exp.to_identifier("__dlq")))
+        )
         terms = inner
     # an uncorrelated copy is a global aggregate: exactly one row, never NULL
     return Term(exp.Subquery(this=scalar), SET.set_kind, tables_of(terms), nullable=correlated, shared=not correlated)
@@ -215,8 +219,15 @@ def restrict_to_surviving_groups(query: exp.Expression) -> None:
     keys = query.copy()
     keys.set("expressions", [exp.alias_(g.copy(), f"k{i}") for i, g in enumerate(group.expressions)])
     keys.set("order", None)
-    matches = [exp.NullSafeEQ(this=exp.column(f"k{i}", table=GROUPS_ALIAS), expression=g.copy()) for i, g in enumerate(group.expressions)]
-    survivors = exp.select("1").from_(exp.Subquery(this=keys, alias=exp.TableAlias(this=exp.to_identifier(GROUPS_ALIAS)))).where(exp.and_(*matches))
+    matches = [
+        exp.NullSafeEQ(this=exp.column(f"k{i}", table=GROUPS_ALIAS), expression=g.copy())
+        for i, g in enumerate(group.expressions)
+    ]
+    survivors = (
+        exp.select("1")
+        .from_(exp.Subquery(this=keys, alias=exp.TableAlias(this=exp.to_identifier(GROUPS_ALIAS))))
+        .where(exp.and_(*matches))
+    )
     query.where(exp.Exists(this=survivors), copy=False)
 
 
@@ -252,7 +263,9 @@ def reduce_to_outer_rows(scalar: exp.Select, outer_select: exp.Select, table_row
                 column.set("table", exp.to_identifier(KEYS_ALIAS))
         return node
 
-    keys = exp.select(*(renamed(outer) for _, outer in pairs)).from_(exp.Table(this=table.this.copy(), alias=exp.TableAlias(this=exp.to_identifier(KEYS_ALIAS))))
+    keys = exp.select(*(renamed(outer) for _, outer in pairs)).from_(
+        exp.Table(this=table.this.copy(), alias=exp.TableAlias(this=exp.to_identifier(KEYS_ALIAS)))
+    )
     keys.where(exp.and_(*(renamed(f) for f in filters)), copy=False)
     inner = pairs[0][0].copy() if len(pairs) == 1 else exp.Tuple(expressions=[i.copy() for i, _ in pairs])
     scalar.set("where", exp.Where(this=exp.and_(where.this, exp.In(this=inner, query=exp.Subquery(this=keys)))))
@@ -265,7 +278,9 @@ def _filters_only(condition: exp.Expression, alias: str) -> bool:
     local = defined_names(condition)
     own = [c for c in condition.find_all(exp.Column) if c.table == alias]
     nested = [c for q in condition.find_all(exp.Select) for c in q.find_all(exp.Column) if c.table == alias]
-    return bool(own) and not nested and all(c.table == alias or c.table in local for c in condition.find_all(exp.Column))
+    return (
+        bool(own) and not nested and all(c.table == alias or c.table in local for c in condition.find_all(exp.Column))
+    )
 
 
 def split_inequality(scalar: exp.Select) -> exp.Expression | None:
@@ -289,19 +304,27 @@ def split_inequality(scalar: exp.Select) -> exp.Expression | None:
         return None
     for conjunct in parts:
         outer_columns = [c for c in conjunct.find_all(exp.Column) if c.table and c.table not in defined]
-        if outer_columns and conjunct is not inequalities[0] and not (isinstance(conjunct, exp.EQ) and pairs[id(conjunct)]):
+        if (
+            outer_columns
+            and conjunct is not inequalities[0]
+            and not (isinstance(conjunct, exp.EQ) and pairs[id(conjunct)])
+        ):
             return None
     inner, outer = pairs[id(inequalities[0])]
 
     def replacing_inequality(condition: exp.Expression) -> exp.Select:
         variant = scalar.copy()
-        variant.set("where", exp.Where(this=exp.and_(*(condition if c is inequalities[0] else c.copy() for c in parts))))
+        variant.set(
+            "where", exp.Where(this=exp.and_(*(condition if c is inequalities[0] else c.copy() for c in parts)))
+        )
         return variant
 
     non_null = replacing_inequality(exp.Not(this=exp.Is(this=inner.copy(), expression=exp.Null())))
     equal = replacing_inequality(exp.EQ(this=inner.copy(), expression=outer.copy()))
     difference = call("array_except", exp.Subquery(this=non_null), exp.Subquery(this=equal))
-    return exp.Case(ifs=[exp.If(this=exp.Is(this=outer.copy(), expression=exp.Null()), true=empty_id_array())], default=difference)
+    return exp.Case(
+        ifs=[exp.If(this=exp.Is(this=outer.copy(), expression=exp.Null()), true=empty_id_array())], default=difference
+    )
 
 
 def _inner_outer(condition: exp.Expression, defined: set[str]) -> tuple[exp.Column, exp.Column] | None:

@@ -7,7 +7,7 @@ import sys
 from dataclasses import asdict
 
 from dltrace.errors import BadInput
-from dltrace.formatting import row_dicts, write_csv, write_json, write_table
+from dltrace.formatting import output_limit, row_dicts, write_csv, write_json, write_table
 from dltrace.summary.summaries import DEFAULT_PATTERNS, LINEAGE_SAMPLE, Summary, check_options
 
 LINEAGE_SQL = "lineage-sql"
@@ -15,7 +15,9 @@ LINEAGE_SQL = "lineage-sql"
 
 def add_summary_flags(explain: argparse.ArgumentParser) -> None:
     """The ``explain`` flags that ask for patterns instead of the rows."""
-    explain.add_argument("--summary", action="store_true", help="describe the base rows by patterns instead of listing them")
+    explain.add_argument(
+        "--summary", action="store_true", help="describe the base rows by patterns instead of listing them"
+    )
     explain.add_argument("--patterns", type=int, default=DEFAULT_PATTERNS, metavar="K",
                          help=f"with --summary: at most K patterns per base table (default {DEFAULT_PATTERNS})")
     explain.add_argument("--sample", type=int, default=LINEAGE_SAMPLE, metavar="N",
@@ -82,8 +84,6 @@ def run_lineage_sql(session, args: argparse.Namespace, query_text) -> int:
         return 0
     if not query:
         raise BadInput("lineage-sql --run needs a QUERY over the lineage views")
-    from dltrace.impact.commands import output_limit  # that module adds these commands: imported late
-
     limit = output_limit(args)
     session.lineage_views(args.result)
     frame = session.run(query)

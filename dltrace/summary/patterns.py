@@ -74,7 +74,8 @@ class Constraint:
     def sql(self) -> str:
         name = quote(self.column.name)
         if self.column.kind == "range" and self.low != self.high:
-            return f"{name} BETWEEN {literal(self.low, self.column.sql_type)} AND {literal(self.high, self.column.sql_type)}"
+            return (f"{name} BETWEEN {literal(self.low, self.column.sql_type)} "
+                    f"AND {literal(self.high, self.column.sql_type)}")
         value = self.low if self.column.kind == "range" else self.value
         return f"{name} = {literal(value, self.column.sql_type)}"
 

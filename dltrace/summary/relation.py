@@ -19,10 +19,21 @@ from __future__ import annotations
 from dltrace.catalog import ID_COLUMN
 from dltrace.errors import BadInput
 from dltrace.ids import ROW_BITS
-from dltrace.results import ROW, ResultStore, SavedResult, read_parquet
+from dltrace.results import (
+    DL,
+    ROW,
+    SHARED_ID,
+    SHARED_REFS,
+    SHARED_SCHEMA,
+    SHARED_SET,
+    ResultStore,
+    SavedResult,
+)
 from dltrace.summary.patterns import quote
-from dltrace.summary.stored import require_lineage, stored_ids
+from dltrace.summary.stored import require_lineage
+from dltrace.table_data import read_parquet, rows_sql, table_rows
 
+SHARED = "*shared"  # in _sources: the helper view over the shared sets (no table has this name)
 TABLE = "base_table"
 ID = "base_id"
 
@@ -37,14 +48,22 @@ def relation_name(result: str) -> str:
 
 
 def _sources(session, saved: SavedResult) -> dict[str, tuple[str, str, dict | None]]:
-    """``{helper view: (table or "", Parquet path, schema)}`` the lineage views read: the saved
-    rows, and each base table at the data version the result was computed from."""
+    """``{helper view: (table or "" or SHARED, Parquet path, schema)}`` the lineage views read: the
+    saved rows, their shared sets, and each base table at the data version the result was
+    computed from."""
     catalog = session.catalog
-    sources = {f"__dl_rows_{saved.name}": ("", str(ResultStore(catalog).path(saved.data)), saved.schema)}
+    store = ResultStore(catalog)
+    sources = {f"__dl_rows_{saved.name}": ("", str(store.path(saved.data)), saved.schema)}
+    if saved.shared:
+        sources[f"__dl_shared_rows_{saved.name}"] = (SHARED, str(store.path(saved.shared)), SHARED_SCHEMA)
     for table, version in sorted(saved.base_versions.items()):
         if table in catalog.tables:
             entry = catalog.entry(table)
-            sources[f"__dl_{table}_v{version}"] = (table, str(catalog.data_path(table, version)), entry.version_schema(version))
+            sources[f"__dl_{table}_v{version}"] = (
+                table,
+                str(catalog.data_path(table, version)),
+                entry.version_schema(version),
+            )
     return sources
 
 
@@ -54,13 +73,17 @@ def lineage_statements(session, saved: SavedResult) -> list[tuple[str, str]]:
     require_lineage(saved)
     catalog = session.catalog
     sources = _sources(session, saved)
-    rows_view, tables = next(iter(sources)), {t: v for v, (t, _, _) in sources.items() if t}
+    rows_view, tables = next(iter(sources)), {t: v for v, (t, _, _) in sources.items() if t and t != SHARED}
+    shared_view = f"__dl_shared_rows_{saved.name}"
     relation = relation_name(saved.name)
     names = " ".join(f"WHEN {catalog.entry(t).code} THEN '{t}'" for t in tables)
-    statements = [(relation, (
-        f"SELECT r.{ROW}, CASE shiftright(e.{ID}, {ROW_BITS}) {names} END AS {TABLE}, e.{ID} "
-        f"FROM {rows_view} AS r LATERAL VIEW explode({stored_ids(saved)}) e AS {ID}"
-    ))]
+    table_of = f"CASE shiftright({{id}}, {ROW_BITS}) {names} END AS {TABLE}"
+    select = (f"SELECT r.{ROW}, {table_of.format(id=f'e.{ID}')}, e.{ID} "
+              f"FROM {rows_view} AS r LATERAL VIEW explode(r.{DL}) e AS {ID}")
+    if saved.shared:  # and the ids of the shared sets each row names
+        select += (f" UNION ALL SELECT r.{ROW}, {table_of.format(id=f's.{SHARED_ID}')}, s.{SHARED_ID} AS {ID} "
+                   f"FROM {rows_view} AS r JOIN {shared_view} AS s ON array_contains(r.{SHARED_REFS}, s.{SHARED_SET})")
+    statements = [(relation, select)]
     for table, view in tables.items():
         code = catalog.entry(table).code
         schema = catalog.entry(table).version_schema(saved.base_versions[table]) or {}
@@ -88,8 +111,13 @@ def define_views(session, results: list[str]) -> list[str]:
     for name in results:
         saved = store.get(name)
         statements = lineage_statements(session, saved)
-        for view, (_, path, schema) in _sources(session, saved).items():
-            read_parquet(session.spark, path, schema).createOrReplaceTempView(view)
+        for view, (table, path, schema) in _sources(session, saved).items():
+            if table and table != SHARED:  # a base table's rows, copied or in place
+                table_rows(session.spark, session.catalog, table, saved.base_versions[table]).createOrReplaceTempView(
+                    view
+                )
+            else:
+                read_parquet(session.spark, path, schema).createOrReplaceTempView(view)
         for view, select in statements:
             session.spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW {view} AS {select}")
             defined.append(view)
@@ -103,8 +131,13 @@ def script(session, results: list[str], query: str | None = None) -> str:
     for name in results:
         saved = store.get(name)
         statements = lineage_statements(session, saved)
-        for view, (_, path, _) in _sources(session, saved).items():
-            lines.append(f"CREATE OR REPLACE TEMPORARY VIEW {view} AS SELECT * FROM parquet.`{path.replace('`', '``')}`;")
+        for view, (table, path, _) in _sources(session, saved).items():
+            select = (
+                rows_sql(session.catalog, table, saved.base_versions[table])
+                if table and table != SHARED
+                else f"SELECT * FROM parquet.`{path.replace('`', '``')}`"
+            )
+            lines.append(f"CREATE OR REPLACE TEMPORARY VIEW {view} AS {select};")
         lines += [f"CREATE OR REPLACE TEMPORARY VIEW {view} AS {select};" for view, select in statements]
     if query:
         lines.append(query.strip().rstrip(";") + ";")

@@ -1,9 +1,8 @@
-"""Reading a saved result's lineage: the one place that knows how ``DL`` is stored.
+"""Reading a saved result's lineage for summaries and the lineage relation.
 
-Saved rows keep ``DL`` as a sorted ``array<bigint>`` of base-row ids today; should the stored
-form change (a shared set stored once, roBDD bytes), only ``stored_ids`` needs adapting:
-summaries and the lineage relation read ids through it, as SQL text that works both in a
-DataFrame expression and in a ``spark-sql`` script.
+Saved rows keep their own ids in ``DL`` (a sorted ``array<bigint>``) and name the shared sets
+their DL also holds in ``DL_shared`` (``dltrace/results.py``); ``ResultStore.row_ids`` gives
+one row's whole DL, and ``relation.py`` spells the same out as SQL.
 """
 
 from __future__ import annotations
@@ -11,18 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from dltrace.errors import BadInput
-from dltrace.results import DL, ROW, ResultStore, SavedResult
-
-
-def stored_ids(saved: SavedResult) -> str:
-    """A Spark SQL expression over the saved rows giving each row's ids as ``array<bigint>``.
-
-    >>> stored_ids(SavedResult("q6", "", "control", "set", 1, {}, 0.0, 1, ["revenue"], "", None,
-    ...                        {"_row": "bigint", "revenue": "decimal(38,4)", "DL": "array<bigint>"}))
-    '`DL`'
-    """
-    require_lineage(saved)
-    return f"`{DL}`"
+from dltrace.results import DL, ResultStore, SavedResult
 
 
 def require_lineage(saved: SavedResult) -> None:
@@ -32,16 +20,8 @@ def require_lineage(saved: SavedResult) -> None:
 
 
 def row_ids(session, result: str, row: int) -> tuple[SavedResult, np.ndarray]:
-    """The saved result and the sorted ids of its row ``row`` (one small read: rows are
-    stored in ``_row`` order in small row groups, so the filter skips the others)."""
-    from pyspark.sql import functions as F
-
+    """The saved result and the sorted ids of its row ``row`` (its own and its shared sets')."""
     store = ResultStore(session.catalog)
     saved = store.get(result)
     require_lineage(saved)
-    if not 0 <= row < saved.rows:
-        raise BadInput(f"result {saved.name} has rows 0..{saved.rows - 1}, not {row}")
-    frame = store.rows(session.spark, saved).where(F.col(ROW) == row).select(F.expr(stored_ids(saved)).alias(DL))
-    column = frame.toArrow().column(0)
-    ids = column[0].values.to_numpy(zero_copy_only=False) if len(column) and column[0].is_valid else []
-    return saved, np.unique(np.asarray(ids, dtype=np.int64))
+    return saved, store.row_ids(session.spark, saved, row)

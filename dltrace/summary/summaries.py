@@ -28,13 +28,14 @@ from pathlib import Path
 
 import numpy as np
 
+from dltrace import table_data
 from dltrace.catalog import ID_COLUMN
 from dltrace.errors import BadInput
 from dltrace.ids import ROW_BITS
 from dltrace.recovery import build_once
-from dltrace.results import read_parquet
 from dltrace.summary.patterns import Column, LearnedPattern, learn_patterns
 from dltrace.summary.stored import row_ids
+from dltrace.table_data import read_parquet
 
 DEFAULT_PATTERNS = 3
 LINEAGE_SAMPLE = 4000  # lineage rows per table the patterns are learned on: recall within ±1.6%
@@ -98,7 +99,9 @@ def summarize(session, result: str, row: int, k: int = DEFAULT_PATTERNS, sample:
     tables = []
     for code in np.unique(codes):
         table = session.catalog.table_of_code(int(code))
-        tables.append(_summarize_table(session, table, saved.base_versions.get(table), ids[codes == code], k, sample, rng))
+        tables.append(
+            _summarize_table(session, table, saved.base_versions.get(table), ids[codes == code], k, sample, rng)
+        )
     return Summary(saved.name, row, tables)
 
 
@@ -159,7 +162,7 @@ def _summarize_table(session, table: str, version: int | None, ids: np.ndarray, 
     catalog = session.catalog
     entry = catalog.entry(table)
     known_rows = next((old.get("rows") for old in entry.previous if old.get("version") == version), None) or entry.rows
-    data = read_parquet(session.spark, catalog.data_path(table, version), entry.version_schema(version))
+    data = table_data.table_rows(session.spark, catalog, table, version)
     columns, fetch = _columns(session, table, version)
     whole = known_rows <= TABLE_SAMPLE
     members = _population(session, table, version, fetch, whole)
@@ -218,7 +221,11 @@ def _population(session, table: str, version: int | None, fetch: dict[str, str],
     key = (str(path), tuple(fetch.items()))
     if key not in _POPULATIONS:
         schema = catalog.entry(table).version_schema(version)
-        rows = read_parquet(session.spark, path, schema)
+        rows = (
+            table_data.table_rows(session.spark, catalog, table, version)
+            if whole
+            else read_parquet(session.spark, path, schema)
+        )
         _POPULATIONS[key] = rows.select(ID_COLUMN, *(F.expr(e).alias(n) for n, e in fetch.items())).toArrow()
     return _POPULATIONS[key]
 
@@ -232,7 +239,7 @@ def ensure_table_sample(session, table: str, version: int | None) -> Path:
     if target.exists():
         return target
     rows = next((old.get("rows") for old in entry.previous if old.get("version") == version), None) or entry.rows
-    data = read_parquet(session.spark, session.catalog.data_path(table, version), entry.version_schema(version))
+    data = table_data.table_rows(session.spark, session.catalog, table, version)
     fraction = min(1.0, TABLE_SAMPLE / max(rows, 1))
     return build_once(target, lambda tmp: data.sample(fraction=fraction, seed=SEED).coalesce(1).write.parquet(str(tmp)))
 

@@ -35,7 +35,9 @@ def _row_slices(lists: pa.Array) -> tuple[np.ndarray, np.ndarray, pa.Array]:
     offsets = lists.offsets.to_numpy()
     values = lists.values.slice(offsets[0], offsets[-1] - offsets[0])
     rows = np.repeat(np.arange(len(lists)), np.diff(offsets))
-    valid = np.ones(len(values), dtype=bool) if values.null_count == 0 else values.is_valid().to_numpy(zero_copy_only=False)
+    valid = (
+        np.ones(len(values), dtype=bool) if values.null_count == 0 else values.is_valid().to_numpy(zero_copy_only=False)
+    )
     if lists.null_count:  # Arrow allows a NULL list to span values: they do not count
         valid &= lists.is_valid().to_numpy(zero_copy_only=False)[rows]
     return rows, valid, values
@@ -53,8 +55,12 @@ def _decode_column(column: pa.Array, valid: np.ndarray) -> DecodedBatch:
 def _binary_column(data: np.ndarray, offsets: np.ndarray) -> pa.Array:
     """An Arrow ``binary`` column from concatenated bytes and their offsets."""
     if offsets[-1] >= 1 << 31:
-        raise ValueError("lineage sets of one Arrow batch exceed 2 GiB; lower spark.sql.execution.arrow.maxRecordsPerBatch")
-    return pa.Array.from_buffers(pa.binary(), offsets.size - 1, [None, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data)])
+        raise ValueError(
+            "lineage sets of one Arrow batch exceed 2 GiB; lower spark.sql.execution.arrow.maxRecordsPerBatch"
+        )
+    return pa.Array.from_buffers(
+        pa.binary(), offsets.size - 1, [None, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data)]
+    )
 
 
 def _repeats_previous(rows: int, id_row: np.ndarray, ids: np.ndarray, set_row: np.ndarray) -> np.ndarray:
@@ -90,7 +96,9 @@ def union_column(sets: pa.Array, ids: pa.Array) -> pa.Array:
         return _binary_column(*union_by_row(rows, decoded, set_row, id_numbers, id_row))
     distinct = np.cumsum(kept) - 1  # each row's last row not repeating the one before
     id_kept = kept[id_row]
-    built = _binary_column(*union_by_row(int(kept.sum()), decoded, distinct[set_row], id_numbers[id_kept], distinct[id_row[id_kept]]))
+    built = _binary_column(
+        *union_by_row(int(kept.sum()), decoded, distinct[set_row], id_numbers[id_kept], distinct[id_row[id_kept]])
+    )
     return built.take(pa.array(distinct))
 
 
@@ -99,7 +107,9 @@ def ids_column(sets: pa.Array) -> pa.Array:
     sets = sets.combine_chunks() if isinstance(sets, pa.ChunkedArray) else sets
     valid = sets.is_valid().to_numpy(zero_copy_only=False)
     ids, offsets = ids_by_row(len(sets), _decode_column(sets, valid), np.flatnonzero(valid))
-    return pa.ListArray.from_arrays(pa.array(offsets, type=pa.int32()), pa.array(ids, type=pa.int64()), mask=pa.array(~valid))
+    return pa.ListArray.from_arrays(
+        pa.array(offsets, type=pa.int32()), pa.array(ids, type=pa.int64()), mask=pa.array(~valid)
+    )
 
 
 def count_column(sets: pa.Array) -> pa.Array:

@@ -1,4 +1,9 @@
-"""TPC-H data for the lineage experiments, generated with tpchgen-cli.
+"""Generated data sets, cached on disk: TPC-H, generated with tpchgen-cli and registered
+with the paper's chronological ids, for ``dltrace demo`` and the benchmarks (``tpch/``,
+``walmart/``, which import it from here: the library never imports its benchmarks).
+
+A data set is written so that an interrupted run never leaves a half-written cache: its
+files go into a temporary sibling directory that is renamed into place only when complete.
 
 tpchgen-cli (tpchgen-rs) produces the same rows as the reference dbgen, so
 result cardinalities and lineage sizes can be compared with the paper's Table 7.
@@ -20,15 +25,18 @@ tpchgen-cli 4 writes them (checked with pyarrow and Spark):
 All columns are written as required (non-null).
 """
 
+from __future__ import annotations
+
 import shutil
 import subprocess
 import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow.parquet as pq
-
-from tpch.cache import cached_directory, parquet_readable, progress as _progress
 
 TABLES = ("region", "nation", "supplier", "customer", "part", "partsupp", "orders", "lineitem")
 
@@ -63,6 +71,67 @@ REGISTRATION: dict[str, Registration] = {
 }
 
 
+# Each table's columns as a catalog registers them (Spark types, as listed above), and its
+# rows at SF 1: enough to rewrite queries without data or a catalog (tests/test_golden_sql.py).
+SCHEMA: dict[str, dict[str, str]] = {
+    "region": {"r_regionkey": "bigint", "r_name": "string", "r_comment": "string"},
+    "nation": {"n_nationkey": "bigint", "n_name": "string", "n_regionkey": "bigint", "n_comment": "string"},
+    "supplier": {"s_suppkey": "bigint", "s_name": "string", "s_address": "string", "s_nationkey": "bigint",
+                 "s_phone": "string", "s_acctbal": "decimal(15,2)", "s_comment": "string"},
+    "customer": {"c_custkey": "bigint", "c_name": "string", "c_address": "string", "c_nationkey": "bigint",
+                 "c_phone": "string", "c_acctbal": "decimal(15,2)", "c_mktsegment": "string", "c_comment": "string"},
+    "part": {"p_partkey": "bigint", "p_name": "string", "p_mfgr": "string", "p_brand": "string", "p_type": "string",
+             "p_size": "int", "p_container": "string", "p_retailprice": "decimal(15,2)", "p_comment": "string"},
+    "partsupp": {"ps_partkey": "bigint", "ps_suppkey": "bigint", "ps_availqty": "int", "ps_supplycost": "decimal(15,2)",
+                 "ps_comment": "string"},
+    "orders": {"o_orderkey": "bigint", "o_custkey": "bigint", "o_orderstatus": "string",
+               "o_totalprice": "decimal(15,2)", "o_orderdate": "date", "o_orderpriority": "string",
+               "o_clerk": "string", "o_shippriority": "int", "o_comment": "string"},
+    "lineitem": {"l_orderkey": "bigint", "l_partkey": "bigint", "l_suppkey": "bigint", "l_linenumber": "int",
+                 "l_quantity": "decimal(15,2)", "l_extendedprice": "decimal(15,2)", "l_discount": "decimal(15,2)",
+                 "l_tax": "decimal(15,2)", "l_returnflag": "string", "l_linestatus": "string", "l_shipdate": "date",
+                 "l_commitdate": "date", "l_receiptdate": "date", "l_shipinstruct": "string", "l_shipmode": "string",
+                 "l_comment": "string"},
+}
+ROWS_SF1: dict[str, int] = {"region": 5, "nation": 25, "supplier": 10_000, "customer": 150_000, "part": 200_000,
+                            "partsupp": 800_000, "orders": 1_500_000, "lineitem": 6_001_215}
+
+
+def parquet_readable(paths: Iterable[Path]) -> bool:
+    """True when every Parquet file exists and has a readable footer (a complete cache)."""
+    try:
+        for path in paths:
+            pq.read_metadata(path)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def cached_directory(target: Path, build: Callable[[Path], None], is_complete: Callable[[Path], bool]) -> Path:
+    """``target`` if it is complete, else built by ``build(staging)`` and renamed into place."""
+    if is_complete(target):
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        started = time.monotonic()
+        build(staging)
+        staging.chmod(0o755)  # mkdtemp makes it private; the cache is shared data
+        if is_complete(target):  # a concurrent run finished first; keep its files
+            return target
+        if target.exists():  # an incomplete leftover, e.g. a table deleted by hand
+            shutil.rmtree(target)
+        staging.rename(target)
+        progress(f"wrote {target} in {time.monotonic() - started:.1f} s")
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
 def scale_label(sf: float) -> str:
     """Spell a scale factor the way directory names and tpchgen-cli take it (1, 0.01, 10)."""
     return f"{sf:g}"
@@ -86,11 +155,11 @@ def generate(sf: float, root: Path = Path("data")) -> Path:
     target = Path(root) / f"tpch-sf{scale_label(sf)}"
 
     def build(staging: Path) -> None:
-        executable = _tpchgen_executable()
-        _progress(f"generating TPC-H SF {scale_label(sf)} with {executable} ...")
+        executable = tpchgen_executable()
+        progress(f"generating TPC-H SF {scale_label(sf)} with {executable} ...")
         _run_tpchgen(executable, sf, staging)
         for table, path in table_paths(staging).items():
-            _progress(f"{table}: {pq.read_metadata(path).num_rows:,} rows")
+            progress(f"{table}: {pq.read_metadata(path).num_rows:,} rows")
 
     return cached_directory(target, build, _is_complete)
 
@@ -104,7 +173,7 @@ def _is_complete(directory: Path) -> bool:
     return parquet_readable(table_paths(directory).values())
 
 
-def _tpchgen_executable() -> Path:
+def tpchgen_executable() -> Path:
     """Find tpchgen-cli in this interpreter's bin directory first, then on PATH."""
     beside_python = Path(sys.executable).parent / "tpchgen-cli"
     if beside_python.is_file():
@@ -133,3 +202,18 @@ def _run_tpchgen(executable: Path, sf: float, output_dir: Path) -> None:
             f"{finished.stderr.strip() or finished.stdout.strip()}"
         )
 
+
+def register_tpch(
+    session, sf: float = 0.01, root: Path = Path("data"), progress: Callable[[str], None] = lambda _: None
+) -> Path:
+    """Generate (or reuse) TPC-H at ``sf`` and register its eight tables in ``session``'s catalog.
+
+    Registration is idempotent, so a second call costs only a look at the files.
+    """
+    directory = generate(sf, root)
+    paths = table_paths(directory)
+    for table in TABLES:
+        plan = REGISTRATION[table]
+        progress(f"registering {table} (ids ordered by {', '.join(plan.order_by)})")
+        session.register(table, paths[table], key=list(plan.key), order_by=list(plan.order_by))
+    return directory

@@ -1,0 +1,1 @@
+"""Runnable examples that the README walks through (generated data, no downloads)."""

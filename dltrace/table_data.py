@@ -1,0 +1,197 @@
+"""A table version's rows with ``_dl_id``, however it was registered (DESIGN §3).
+
+A *copied* table is Parquet dltrace wrote at registration, ``_dl_id`` stored.  An *in-place*
+table (a Parquet source registered without ``--order-by``) is the user's own files, listed in
+the catalog entry's ``files`` (absolute path, size, modification time, rows, the row number
+of the file's first row and the URI Spark names it by), sorted by path; a row's id is computed
+when it is read::
+
+    _dl_id = (code << 48) + first_row of its file + _metadata.row_index
+
+Every reader of a table's rows goes through ``table_rows`` (a DataFrame) or ``rows_sql``
+(Spark SQL text, for the spark-sql scripts); DuckDB reads them with ``duckdb_rows_sql``.
+Reading an in-place table whose files changed since registration stops with ``SourceChanged``.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from pathlib import Path
+
+from dltrace.errors import BadInput, SourceChanged
+from dltrace.ids import make_id
+
+ID_COLUMN = "_dl_id"
+GLOB_CHARACTERS = frozenset("*?[")
+
+
+def is_glob(path: str | os.PathLike) -> bool:
+    return bool(GLOB_CHARACTERS & set(str(path)))
+
+
+def listed_files(source: str | os.PathLike) -> list[Path] | None:
+    """The files a source names, as Spark lists them (a file; a directory's files without
+    the hidden ``_``/``.`` ones; a glob's matches), sorted by absolute path; None when it
+    holds directories (a partitioned layout, whose partition columns live in the paths)."""
+    source = Path(source)
+    if source.is_file():
+        return [source.absolute()]
+    if source.is_dir():
+        children = [p for p in source.iterdir() if not p.name.startswith((".", "_"))]
+    elif is_glob(source):
+        children = [Path(p) for p in glob.glob(str(source))]
+    else:
+        return None
+    if any(not p.is_file() for p in children):
+        return None
+    return sorted((p.absolute() for p in children), key=str)
+
+
+def file_records(spark, files: list[Path], first_row: int) -> list[dict]:
+    """What the catalog keeps of each in-place file: its row count from the footer (no data
+    read), size and modification time (to notice a change) and the URI Spark's
+    ``_metadata.file_path`` gives it (from Spark's file index, which reads no data; the index
+    writes a local file ``file:///p``, ``_metadata`` ``file:/p``)."""
+    from urllib.parse import unquote
+
+    import pyarrow.parquet as pq
+
+    uris = {}
+    for uri in spark.read.parquet(*map(str, files)).inputFiles():
+        if uri.startswith("file:///"):
+            uri = "file:/" + uri[len("file:///"):]
+        uris[str(Path(unquote(uri.split(":", 1)[1])).absolute())] = uri
+    records = []
+    for file in files:
+        try:
+            rows = pq.ParquetFile(file).metadata.num_rows
+        except Exception as error:  # noqa: BLE001 - pyarrow's errors have no common base
+            raise BadInput(f"cannot read the Parquet footer of {file}: {str(error).splitlines()[0]}") from None
+        stat = file.stat()
+        records.append({"path": str(file), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "rows": rows,
+                        "first_row": first_row, "uri": uris.get(str(file), "file:" + str(file))})
+        first_row += rows
+    return records
+
+
+def version_files(entry, version: int | None = None) -> list[dict] | None:
+    """The recorded files of data ``version`` (None: current) of an in-place table; None for a
+    copied one."""
+    if version is None or version == entry.version:
+        return entry.files
+    old = next((o for o in entry.previous if o["version"] == version), {})
+    return old.get("files")
+
+
+def check_unchanged(catalog, name: str, version: int | None = None) -> None:
+    """Stop, naming the file, when an in-place table's files changed since registration (a
+    stat per file, and a listing of the source for the current version)."""
+    entry = catalog.entry(name)
+    files = version_files(entry, version)
+    if not files:
+        return
+    again = f"register it again (`dltrace register {name} {entry.source}`)"
+    for record in files:
+        try:
+            stat = os.stat(record["path"])
+        except OSError:
+            raise SourceChanged(
+                f"table {name} is registered in place and its file {record['path']} is gone: {again}"
+            ) from None
+        if (stat.st_size, stat.st_mtime_ns) != (record["size"], record["mtime_ns"]):
+            raise SourceChanged(
+                f"table {name} is registered in place and its file {record['path']} changed since: {again}"
+            )
+    if version is None or version == entry.version:
+        listed = listed_files(entry.source) or []
+        added = sorted(set(map(str, listed)) - {record["path"] for record in files})
+        if added:
+            raise SourceChanged(f"table {name} is registered in place and {added[0]} was added to it since: {again}")
+
+
+def id_sql(
+    code: int,
+    files: list[dict],
+    path_column: str = "_metadata.file_path",
+    row_column: str = "_metadata.row_index",
+    key: str = "uri",
+    bigint: str = "L",
+    quote=None,
+    unknown: str = "raise_error",
+) -> str:
+    """The id of an in-place row as an SQL expression over its file and row number in it
+    (Spark SQL by default; the names and literal syntax can be another dialect's).  A file
+    the catalog does not list fails the query rather than giving rows no id."""
+    quote = quote or quote_string
+    if len(files) == 1:
+        return f"({make_id(code, files[0]['first_row'])}{bigint} + {row_column})"
+    cases = " ".join(f"WHEN {quote(f[key])} THEN {make_id(code, f['first_row'])}{bigint}" for f in files)
+    fail = f"{unknown}(concat('dltrace: a file not registered in place: ', {path_column}))"
+    return f"(CASE {path_column} {cases} ELSE {fail} END + {row_column})"
+
+
+def quote_string(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def checked_files(catalog, name: str, version: int | None = None) -> tuple:
+    """``(entry, files)`` of table ``name`` at data ``version``; ``files`` (in place only;
+    None for a copied table) checked unchanged since registration."""
+    entry = catalog.entry(name)
+    files = version_files(entry, version)
+    if files:
+        check_unchanged(catalog, name, version)
+    return entry, files
+
+
+def table_rows(spark, catalog, name: str, version: int | None = None):
+    """Data ``version`` (None: current) of table ``name`` as a DataFrame: its columns and ``_dl_id``."""
+    from pyspark.sql import functions as F
+
+
+    entry, files = checked_files(catalog, name, version)
+    if not files:
+        return read_parquet(spark, catalog.data_path(name, version), entry.version_schema(version))
+    schema = {c: t for c, t in (entry.version_schema(version) or {}).items() if c != ID_COLUMN}
+    reader = spark.read
+    if schema:
+        reader = reader.schema(", ".join(f"`{c.replace('`', '``')}` {t}" for c, t in schema.items()))
+    frame = reader.parquet(*(f["path"] for f in files))
+    return frame.select("*", F.expr(id_sql(entry.code, files)).alias(ID_COLUMN))
+
+
+def rows_sql(catalog, name: str, version: int | None = None) -> str:
+    """The same as ``table_rows``, as a Spark SQL query (for ``spark-sql`` scripts)."""
+    entry, files = checked_files(catalog, name, version)
+    if not files:
+        return f"SELECT * FROM parquet.`{str(catalog.data_path(name, version)).replace('`', '``')}`"
+    old = next((o for o in entry.previous if o["version"] == version), {})
+    source = old.get("source", entry.source)  # lists the recorded files, as checked above
+    return f"SELECT *, {id_sql(entry.code, files)} AS {ID_COLUMN} FROM parquet.`{source.replace('`', '``')}`"
+
+
+def duckdb_rows_sql(catalog, name: str, version: int | None = None) -> str:
+    """The same as ``table_rows``, as a DuckDB query (no dltrace needed to read it)."""
+    entry, files = checked_files(catalog, name, version)
+    if not files:
+        return f"SELECT * FROM read_parquet('{catalog.data_path(name, version)}/*.parquet')"
+
+    def quote(text: str) -> str:
+        return "'" + text.replace("'", "''") + "'"
+
+    paths = ", ".join(quote(f["path"]) for f in files)
+    ids = id_sql(entry.code, files, "filename", "file_row_number", "path", "", quote, "error")
+    return (
+        f"SELECT * EXCLUDE (filename, file_row_number), {ids} AS {ID_COLUMN} "
+        f"FROM read_parquet([{paths}], filename = true, file_row_number = true)"
+    )
+
+
+def read_parquet(spark, path: Path, schema: dict[str, str] | None = None):
+    """Parquet with a known schema: given one, Spark skips the job that infers it from the
+    files' footers (a noticeable part of a sub-second lookup)."""
+    reader = spark.read
+    if schema:
+        reader = reader.schema(", ".join(f"`{name.replace('`', '``')}` {kind}" for name, kind in schema.items()))
+    return reader.parquet(str(path))
