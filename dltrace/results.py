@@ -48,7 +48,7 @@ from pathlib import Path
 
 from sqlglot import exp
 
-from dltrace.catalog import NAME_PATTERN, Catalog, quoted, with_positions
+from dltrace.catalog import NAME_PATTERN, Catalog, quoted
 from dltrace.errors import BadInput, CatalogError, DltraceError
 from dltrace.table_data import read_parquet
 from dltrace.validation import check_result
@@ -271,14 +271,11 @@ class ResultStore:
         data_dir = home / stamp
         data_dir.mkdir(parents=True)
         try:
-            numbered, cached, rows = with_positions(frame, ROW)
-            try:
-                saved = numbered.select(ROW, *map(quoted, columns), *lineage_columns)
-                saved.write.options(**WRITE_OPTIONS).option("parquet.block.size", ROWS_ROW_GROUP_BYTES).parquet(
-                    str(data_dir / "rows.parquet")
-                )
-            finally:
-                cached.unpersist()
+            saved = numbered(frame).select(ROW, *map(quoted, columns), *lineage_columns)
+            saved.write.options(**WRITE_OPTIONS).option("parquet.block.size", ROWS_ROW_GROUP_BYTES).parquet(
+                str(data_dir / "rows.parquet")
+            )
+            rows = parquet_rows(data_dir / "rows.parquet")
             schema = {f.name: f.dataType.simpleString() for f in saved.schema.fields}
             if index is None:
                 index = rows >= INDEX_MIN_ROWS and directory_bytes(data_dir / "rows.parquet") >= INDEX_MIN_BYTES
@@ -425,6 +422,32 @@ def lineage_ids(frame):
         udafs.register(frame.sparkSession)
         return F.expr(f"dl_ids({DL})")
     raise BadInput(f"cannot save lineage of type {kind}: DL must be an id set (array<bigint>) or an roBDD (binary)")
+
+
+def numbered(frame):
+    """``frame`` with ``_row``: each row's position in ``frame``'s own order, densely from 0,
+    given in the pass that writes the rows.
+
+    Spark's distributed sequence (pandas-on-Spark's default index: ``RDD.zipWithIndex`` in
+    the JVM) numbers a row by the sizes of the partitions before its own.  Rows in one
+    partition are numbered as they stream; with several, all but the last are counted first
+    by a job over the final stage alone (the shuffles feeding it are not run again), their
+    rows kept serialized for the write.  ``catalog.with_positions``, which saves used before
+    (registration still does), caches every row, DLs included, in a columnar cache and
+    counts it in a job of its own: seconds when 100,000 rows hold millions of ids.
+    """
+    from pyspark.sql.internal import InternalFunction
+
+    return frame.select(InternalFunction.distributed_sequence_id().alias(ROW), *map(quoted, frame.columns))
+
+
+def parquet_rows(path: Path) -> int:
+    """The number of rows of a Parquet directory, from its files' footers (no Spark job)."""
+    import pyarrow.parquet as pq
+
+    return sum(
+        pq.read_metadata(file).num_rows for file in path.glob("*.parquet") if not file.name.startswith((".", "_"))
+    )
 
 
 def directory_bytes(path: Path) -> int:
