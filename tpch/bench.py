@@ -157,8 +157,25 @@ def run_bench(
         f"shuffle partitions {spark.conf.get('spark.sql.shuffle.partitions')}, "
         f"driver memory {conf.get('spark.driver.memory', 'default')}, "
         f"AQE {spark.conf.get('spark.sql.adaptive.enabled')}",
+        f"* peak memory: {peak_memory(spark)}",
     ]
     return write_report(out, results, title, context, DESCRIPTIONS, figures, targets)
+
+
+def peak_memory(spark) -> str:
+    """The highest resident memory of the JVM (driver and, in local mode, executors) and of
+    this Python process so far, from ``/proc`` (Linux)."""
+    import resource
+
+    python = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB -> GiB
+    try:
+        pid = spark._jvm.java.lang.ProcessHandle.current().pid()
+        status = Path(f"/proc/{pid}/status").read_text()
+        jvm = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:")) / 2**20
+    except (OSError, StopIteration, AttributeError):
+        return f"Python {python:.2f} GiB (the JVM's is not readable here)"
+    heap = spark.sparkContext.getConf().get("spark.driver.memory", "1g")
+    return f"JVM {jvm:.2f} GiB (heap limit {heap}), Python {python:.2f} GiB"
 
 
 def forward_targets(modes: list[str], spj: list[str], tpch: list[str]) -> list[Target]:
@@ -207,6 +224,10 @@ def add_parser(commands) -> None:
     bench.add_argument("--out", type=Path, default=Path("bench-results/tpch"), help="report directory")
     bench.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds before a run is stopped")
     bench.add_argument("--catalog", help="catalog directory (default data/catalog-tpch-sfSF)")
+    bench.add_argument("--in-place", action="store_true",
+                       help="register the tables in place (ids in file order, no copy; what SF 10 needs)")
+    bench.add_argument("--shuffle-partitions", type=int,
+                       help="spark.sql.shuffle.partitions (default: dltrace's 8, times the SF above 1)")
 
 
 def main(args: argparse.Namespace, catalog: Path) -> int:
@@ -218,8 +239,10 @@ def main(args: argparse.Namespace, catalog: Path) -> int:
     queries = selected_queries(args.queries)
     modes = checked_modes(args.modes)
     session = LineageSession(catalog)
+    partitions = args.shuffle_partitions or max(8, round(8 * args.sf))
+    session.spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
     log(f"TPC-H SF {args.sf:g}: data and registration (cached after the first run)")
-    register_tpch(session, args.sf, Path("data"), progress=log)
+    register_tpch(session, args.sf, Path("data"), progress=log, in_place=args.in_place)
     figures = [
         Figure("figure4-aspj.png", f"TPC-H queries (the paper's Figure 4), SF {args.sf:g}",
                [Panel("TPC-H Q1-Q22 (ASPJ)", [q for q in TPCH if q in queries])]),
