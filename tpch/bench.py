@@ -44,10 +44,12 @@ from tpch.harness import (
     write_report,
 )
 
-MODES = ["original", "set", "bdd", "auto", "reverse-one", "reverse-all", "perm"]
+MODES = ["original", "ids", "set", "bdd", "auto", "reverse-one", "reverse-all", "perm"]
 FORWARD = ["set", "bdd", "auto"]
 DESCRIPTIONS = {
     "original": "the query without lineage (qualified like the lineage query).",
+    "ids": "SPJ only: the lineage query's plan with each table occurrence's `_dl_id` as a column of its own and "
+           "no `DL` array: what reading and moving the id columns costs by itself.",
     "set": "dltrace, lineage sets as sorted `array<bigint>` (the paper's *set*).",
     "bdd": "dltrace, lineage sets as roBDDs (the paper's *bdd*).",
     "auto": "dltrace, representation chosen per query.",
@@ -81,6 +83,9 @@ def spark_modes(session, names: list[str], scratch: Path) -> list[Mode]:
     def forward(representation: str) -> Callable[[str, str], Runner]:
         return lambda name, query: dataframe(lambda: session.sql(query, repr=representation))
 
+    def ids(name: str, query: str) -> Runner:
+        return dataframe(lambda: session.run(ids_only_sql(session, query)))
+
     def reverse(trace: Callable, mode: str) -> Callable[[str, str], Runner]:
         def prepare(name: str, query: str) -> Runner:
             shape = baselines.shape_of(session, query)
@@ -101,12 +106,34 @@ def spark_modes(session, names: list[str], scratch: Path) -> list[Mode]:
 
     preparers = {
         "original": original,
+        "ids": ids,
         **{representation: forward(representation) for representation in FORWARD},
         "reverse-one": reverse(baselines.reverse_one, "reverse-one"),
         "reverse-all": reverse(baselines.reverse_all, "reverse-all"),
         "perm": perm,
     }
     return [Mode(name, preparers[name]) for name in names]
+
+
+def ids_only_sql(session, query: str) -> str:
+    """The lineage query of an SPJ query with its ``DL`` replaced by the ``_dl_id`` columns it
+    is built from, one column each: the same plan, less the array (``CannotRun`` otherwise)."""
+    from sqlglot import exp
+
+    from dltrace.rewriter.aggregate import is_aggregate
+
+    expression = session.lineage_expression(query)
+    spj = isinstance(expression, exp.Select) and not is_aggregate(expression)
+    dl = next((p for p in expression.expressions if p.alias_or_name == "DL"), None) if spj else None
+    arrays = {"array", "concat", "sort_array", "array_distinct"}  # how a row's ids become DL; nothing else
+    if dl is None or dl.find(exp.AggFunc, exp.Subquery, exp.Window) or any(
+        function.name.lower() not in arrays for function in dl.find_all(exp.Anonymous)
+    ):
+        raise CannotRun("not an SPJ query: its DL is more than the joined rows' ids")
+    ids = [column.copy() for column in dl.find_all(exp.Column) if column.name == "_dl_id"]
+    dl.replace(ids[0].as_("__id0"))
+    expression.select(*(column.as_(f"__id{i}") for i, column in enumerate(ids[1:], 1)), copy=False)
+    return expression.sql(dialect="spark")
 
 
 def checked_modes(text: str) -> list[str]:
