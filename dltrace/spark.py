@@ -27,7 +27,8 @@ DEFAULT_CONF = {
     "spark.sql.adaptive.enabled": "true",
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
-    "spark.driver.memory": "8g",
+    # embedded Spark runs its tasks in the driver's JVM: this heap holds every lineage set in flight
+    "spark.driver.memory": os.environ.get("SPARK_DRIVER_MEMORY") or "8g",
 }
 
 
