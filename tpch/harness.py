@@ -112,6 +112,19 @@ def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
+def cpu_seconds(spark) -> float | None:
+    """CPU seconds used so far by this process and, with embedded Spark, its JVM (where the
+    tasks run), from ``/proc``: a measure other work on the machine does not inflate the
+    way it inflates wall time (None where the JVM is not local or not readable)."""
+    own = os.times()
+    try:
+        pid = spark._jvm.java.lang.ProcessHandle.current().pid()
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, AttributeError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK") + own.user + own.system
+
+
 def execute(frame) -> None:
     """Run a DataFrame to completion without bringing a row to the driver."""
     frame.write.format("noop").mode("overwrite").save()
