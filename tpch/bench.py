@@ -156,6 +156,7 @@ def run_bench(
     figures: list[Figure],
     targets: list[Target],
     timeout: float | None = DEFAULT_TIMEOUT,
+    warm_up: bool = True,
 ) -> Path:
     """Measure ``queries`` in ``modes`` and write ``out/report.md`` with its figures; returns its path."""
     if repeat < 1:
@@ -165,7 +166,7 @@ def run_bench(
     scratch = out / "scratch"
     try:
         results = measure(queries, spark_modes(session, modes, scratch), repeat, timeout,
-                          spark.sparkContext.cancelAllJobs)
+                          spark.sparkContext.cancelAllJobs, warm_up=warm_up)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     load_after = os.getloadavg()
@@ -175,7 +176,8 @@ def run_bench(
         *context,
         "",
         f"* ran {time.strftime('%Y-%m-%d %H:%M', time.localtime(started))} for {(time.time() - started) / 60:.1f} min; "
-        f"{repeat} timed repetition(s) after a warm-up pass, modes interleaved, median reported"
+        f"{repeat} timed repetition(s){' after a warm-up pass' if warm_up else ', no warm-up pass'}, "
+        "modes interleaved, median reported"
         + (f"; a run is stopped after {timeout:g} s" if timeout else ""),
         f"* machine: {os.cpu_count()} cores; load average (1/5/15 min) before "
         f"{'/'.join(f'{v:.2f}' for v in load_before)}, after {'/'.join(f'{v:.2f}' for v in load_after)}, "
@@ -251,6 +253,8 @@ def add_parser(commands) -> None:
     bench.add_argument("--out", type=Path, default=Path("bench-results/tpch"), help="report directory")
     bench.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds before a run is stopped")
     bench.add_argument("--catalog", help="catalog directory (default data/catalog-tpch-sfSF)")
+    bench.add_argument("--no-warm-up", dest="warm_up", action="store_false",
+                       help="skip the warm-up pass (at SF 10 a run lasts minutes; JIT warm-up is noise beside it)")
     bench.add_argument("--in-place", action="store_true",
                        help="register the tables in place (ids in file order, no copy; what SF 10 needs)")
     bench.add_argument("--shuffle-partitions", type=int,
@@ -281,6 +285,6 @@ def main(args: argparse.Namespace, catalog: Path) -> int:
                        f"Forward lineage vs. baselines, TPC-H SF {args.sf:g}",
                        [f"`python -m tpch {' '.join(sys.argv[1:])}`: catalog `{catalog}`, {len(queries)} queries, "
                         f"modes {', '.join(modes)}.", "", PAPER_NOTE],
-                       figures, targets, args.timeout)
+                       figures, targets, args.timeout, args.warm_up)
     print(report)
     return 0

@@ -143,8 +143,10 @@ def measure(
     timeout: float | None = None,
     interrupt: Callable[[], None] | None = None,
     progress: Callable[[str], None] = log,
+    warm_up: bool = True,
 ) -> Results:
-    """Run every (query, mode) ``repeat`` times after a warm-up pass, modes interleaved.
+    """Run every (query, mode) ``repeat`` times after a warm-up pass (unless ``warm_up`` is
+    False: at SF 10 a run lasts minutes, and JIT warm-up is noise beside it), modes interleaved.
 
     ``interrupt`` stops whatever the current runner is doing (e.g. cancels Spark jobs); it is
     called, once a second, when a run exceeds ``timeout`` seconds, until the runner gives up.
@@ -153,7 +155,7 @@ def measure(
     runners: dict[tuple[str, str], Runner] = {}
     given_up: dict[tuple[str, str], str] = {}
     latest_reference: dict[str, tuple[int, float]] = {}  # (repetition, seconds), for progress lines
-    for repetition in range(repeat + 1):
+    for repetition in range(0 if warm_up else 1, repeat + 1):
         label = "warm-up" if repetition == 0 else f"rep {repetition}/{repeat}"
         for query, sql in queries.items():
             for mode in rotated(modes, repetition):
