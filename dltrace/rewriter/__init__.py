@@ -19,11 +19,11 @@ from sqlglot.optimizer.scope import traverse_scope
 from dltrace.errors import BadInput
 from dltrace.rewriter.aggregate import aggregate
 from dltrace.rewriter.base_table import number_instances
-from dltrace.rewriter.context import IdSource, RewriteContext
+from dltrace.rewriter.context import DISJOINT_ROWS, SHARED, IdSource, RewriteContext
 from dltrace.rewriter.distinct import distinct
 from dltrace.rewriter.distinct_set_operations import distinct_set_operations
 from dltrace.rewriter.join import join
-from dltrace.rewriter.output import DISJOINT_ROWS, DL, SHARED, SharedLineage, output
+from dltrace.rewriter.output import DL, SharedLineage, output
 from dltrace.rewriter.projection import projection
 from dltrace.rewriter.qualify import parse, qualify_against_catalog
 from dltrace.rewriter.representation import REPRESENTATIONS, SET

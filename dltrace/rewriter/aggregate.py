@@ -18,7 +18,7 @@ from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
 
 from dltrace.rewriter.clauses import sources
-from dltrace.rewriter.context import ROWS, RewriteContext, get_lineage, set_lineage
+from dltrace.rewriter.context import RewriteContext
 from dltrace.rewriter.keys import pinned_sources
 from dltrace.rewriter.representation import call
 from dltrace.rewriter.terms import Kind, Term
@@ -40,7 +40,8 @@ def is_aggregate(select: exp.Select) -> bool:
 def aggregate(select: exp.Select, scope: Scope, context: RewriteContext) -> exp.Select:
     """Replace the rows' lineage by its DLUNION over each group."""
     if is_aggregate(select):
-        rows = get_lineage(select, ROWS)
+        lineage = context.lineage.of(select)
+        rows = lineage.rows
         size = expected_group_lineage(select, context)
         plain = not has_grouping_sets(select)
         by_key = grouped_by_key(select, context.table_keys or {}) if plain else frozenset()
@@ -60,7 +61,7 @@ def aggregate(select: exp.Select, scope: Scope, context: RewriteContext) -> exp.
             elif not aggregated.unique and in_one_group(term, rows, select, context):
                 aggregated = replace(aggregated, unique=True)
             terms.append(aggregated)
-        set_lineage(select, ROWS, terms)
+        lineage.rows = tuple(terms)
         if plain and collected:
             group_by_keys(select, context.table_keys or {})
     return select

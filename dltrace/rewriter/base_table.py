@@ -18,10 +18,9 @@ from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
 
 from dltrace.catalog import ID_COLUMN
-from dltrace.rewriter.context import RewriteContext
+from dltrace.rewriter.context import INSTANCE, RewriteContext
 from dltrace.rewriter.terms import Kind, Term
 
-INSTANCE = "dl_instance"
 INSTANCE_SHIFT = 56  # above the table codes (< 256) that tagged tests use
 
 

@@ -19,7 +19,7 @@ from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
 
 from dltrace.rewriter.base_table import base_table
-from dltrace.rewriter.context import ROWS, RewriteContext, set_lineage, unsupported
+from dltrace.rewriter.context import RewriteContext, unsupported
 from dltrace.rewriter.derived_table import derived_table
 from dltrace.rewriter.keys import single_row_sources
 from dltrace.rewriter.saved_result import saved_result
@@ -64,5 +64,5 @@ def join(select: exp.Select, scope: Scope, context: RewriteContext) -> exp.Selec
         if side in ("LEFT", "FULL"):
             joined = [replace(t, nullable=True) for t in joined]
         terms.extend(joined)
-    set_lineage(select, ROWS, terms)
+    context.lineage.of(select).rows = tuple(terms)
     return select

@@ -15,7 +15,7 @@ from __future__ import annotations
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
 
-from dltrace.rewriter.context import ROWS, RewriteContext, get_lineage, set_lineage
+from dltrace.rewriter.context import RewriteContext
 from dltrace.rewriter.subquery_copies import lineage_term, placeholders
 
 
@@ -23,5 +23,6 @@ def subquery_condition(select: exp.Select, scope: Scope, context: RewriteContext
     """Add the lineage of WHERE subqueries to each row's lineage."""
     terms = [t for p in placeholders(select, ("where",)) if (t := lineage_term(p, context))]
     if terms:
-        set_lineage(select, ROWS, [*get_lineage(select, ROWS), *terms])
+        lineage = context.lineage.of(select)
+        lineage.rows = (*lineage.rows, *terms)
     return select

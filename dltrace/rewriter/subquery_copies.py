@@ -24,13 +24,10 @@ from sqlglot import exp
 
 from dltrace.rewriter.aggregate import is_aggregate, only_if_rows_read
 from dltrace.rewriter.clauses import conjuncts, defined_names, sources
-from dltrace.rewriter.context import OUTPUT, PROJECTED, RewriteContext, get_lineage, unsupported
+from dltrace.rewriter.context import CLAUSE, SKIP, WHOLE_INPUT, RewriteContext, unsupported
 from dltrace.rewriter.representation import SET, call, empty_id_array
 from dltrace.rewriter.terms import Term, tables_of
 
-SKIP = "dl_skip"  # an original subquery: never rewritten
-CLAUSE = "dl_clause"  # where a lineage copy's subquery stands: where, having, expressions
-WHOLE_INPUT = "dl_whole_input"  # EXCEPT's control lineage: all rows of the right input
 PLACEHOLDER = "__dlq"
 SUPPORTED_CLAUSES = ("where", "having", "expressions")
 
@@ -164,12 +161,13 @@ def lineage_term(placeholder: exp.Expression, context: RewriteContext) -> Term |
     outer_select = placeholder.parent
     placeholder.pop()
     query = placeholder.this.this
-    if not get_lineage(query, OUTPUT):
+    lineage = context.lineage.of(query)
+    if not lineage.output:
         return None
     correlated = is_correlated(query)
     representation = SET  # no Python UDFs inside scalar subqueries (Spark cannot run them there)
     if isinstance(query, exp.Select) and not query.args.get("group") and not query.args.get("limit"):
-        terms = get_lineage(query, PROJECTED)
+        terms = lineage.projected
         if not is_aggregate(query):
             # DLUNION over the copy's rows: a set they all share counts only when there are rows
             terms = tuple(only_if_rows_read(t) if t.shared and isinstance(t.sql, exp.Subquery)
@@ -188,7 +186,7 @@ def lineage_term(placeholder: exp.Expression, context: RewriteContext) -> Term |
         if correlated:
             raise unsupported(query, "a correlated subquery with GROUP BY, LIMIT or a set operation")
         restrict_to_surviving_groups(query)
-        terms = get_lineage(query, OUTPUT)
+        terms = lineage.output
         inner = tuple(representation.aggregate(t.at(exp.column(t.sql.name, table="__dlq"))) for t in terms)
         scalar = exp.select(exp.alias_(call("sort_array", representation.as_set(inner)), "__dl")).from_(
             exp.Subquery(this=query, alias=exp.TableAlias(this=exp.to_identifier("__dlq")))

@@ -15,7 +15,7 @@ from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
 
 from dltrace.rewriter.aggregate import is_aggregate
-from dltrace.rewriter.context import ROWS, RewriteContext, get_lineage, set_lineage
+from dltrace.rewriter.context import RewriteContext
 from dltrace.rewriter.subquery_copies import lineage_term, placeholders, reads_same_rows
 
 
@@ -33,5 +33,6 @@ def subquery_value(select: exp.Select, scope: Scope, context: RewriteContext) ->
         # a correlated one refers to grouping columns: the same set on all rows of a group
         terms = [context.representation.aggregate(t) for t in terms]
     if terms:
-        set_lineage(select, ROWS, [*(() if covering else get_lineage(select, ROWS)), *terms])
+        lineage = context.lineage.of(select)
+        lineage.rows = (*(() if covering else lineage.rows), *terms)
     return select

@@ -12,7 +12,7 @@ from __future__ import annotations
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
 
-from dltrace.rewriter.context import ROWS, RewriteContext, get_lineage, set_lineage, unsupported
+from dltrace.rewriter.context import RewriteContext, unsupported
 
 
 def window(select: exp.Select, scope: Scope, context: RewriteContext) -> exp.Select:
@@ -26,12 +26,13 @@ def window(select: exp.Select, scope: Scope, context: RewriteContext) -> exp.Sel
             raise unsupported(spec, "a named window (WINDOW clause)")
         partition = list(spec.args.get("partition_by") or [])
         partitions.setdefault(" , ".join(p.sql() for p in partition), partition)
-    rows = get_lineage(select, ROWS)
+    lineage = context.lineage.of(select)
+    rows = lineage.rows
     widened = [
         context.representation.aggregate(term, partition_by=partition)
         for partition in partitions.values()
         for term in rows
         if not term.shared
     ]
-    set_lineage(select, ROWS, [*widened, *(t for t in rows if t.shared)])
+    lineage.rows = (*widened, *(t for t in rows if t.shared))
     return select
