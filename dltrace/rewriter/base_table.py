@@ -15,7 +15,6 @@ bits so that lineage follows the paper's tree definition (§3.1).
 from __future__ import annotations
 
 from sqlglot import exp
-from sqlglot.optimizer.scope import Scope
 
 from dltrace.catalog import ID_COLUMN
 from dltrace.rewriter.context import INSTANCE, RewriteContext
@@ -48,7 +47,7 @@ def tagged_row_ids(table: exp.Table) -> tuple[exp.Expression, bool]:
     return exp.Paren(this=exp.Add(this=dl_id, expression=tag)), nullable
 
 
-def base_table(table: exp.Table, scope: Scope, context: RewriteContext) -> tuple[Term, ...]:
+def base_table(table: exp.Table, context: RewriteContext) -> tuple[Term, ...]:
     """The lineage a registered table contributes to the scope that reads it."""
     source = (context.id_source or row_ids)(table)
     if source is None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 from sqlglot import exp
-from sqlglot.optimizer.scope import Scope
 
 from dltrace.rewriter.context import RewriteContext
 from dltrace.rewriter.terms import Term, lineage_column
@@ -31,8 +30,10 @@ def is_symbolic(term: Term, context: RewriteContext) -> bool:
     )
 
 
-def projection(select: exp.Select, scope: Scope, context: RewriteContext) -> exp.Select:
+def projection(select: exp.Expression, context: RewriteContext) -> exp.Expression:
     """Expose the rows' lineage terms as ``__dl0, __dl1, ...`` columns."""
+    if not isinstance(select, exp.Select):
+        return select
     lineage = context.lineage.of(select)
     rows = lineage.rows
     output = []

@@ -12,14 +12,15 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from sqlglot import exp
-from sqlglot.optimizer.scope import Scope
 
 from dltrace.rewriter.context import RewriteContext, unsupported
 from dltrace.rewriter.terms import Lineage, Term, is_lineage_column, lineage_column, tables_of
 
 
-def union_all(union: exp.Union, scope: Scope, context: RewriteContext) -> exp.Union:
+def union_all(union: exp.Expression, context: RewriteContext) -> exp.Expression:
     """Give both inputs of a UNION ALL one common lineage column."""
+    if not isinstance(union, exp.SetOperation):
+        return union
     if union.args.get("distinct"):
         raise unsupported(union, "UNION (distinct)")
     of = context.lineage.of

@@ -12,20 +12,21 @@ SELECT __dlout.s_id, __dlout.n, SORT_ARRAY((SELECT SORT_ARRAY(COLLECT_LIST(sales
 from __future__ import annotations
 
 from sqlglot import exp
-from sqlglot.optimizer.scope import Scope
 
 from dltrace.rewriter.aggregate import is_aggregate
 from dltrace.rewriter.context import RewriteContext
 from dltrace.rewriter.subquery_copies import lineage_term, placeholders, reads_same_rows
 
 
-def subquery_value(select: exp.Select, scope: Scope, context: RewriteContext) -> exp.Select:
+def subquery_value(select: exp.Expression, context: RewriteContext) -> exp.Expression:
     """Add the lineage of HAVING and SELECT-list subqueries to each output row's lineage.
 
     When one of them reads exactly the rows the query groups (Q11), its lineage holds every
     group's own and replaces it, so no row unions a large set with a part of itself.  With
     occurrence-tagged ids (the tree definition) the two differ and both are kept.
     """
+    if not isinstance(select, exp.Select):
+        return select
     copies = placeholders(select, ("having", "expressions"))
     covering = context.id_source is None and any(reads_same_rows(p.this.this, select) for p in copies)
     terms = [t for p in copies if (t := lineage_term(p, context))]
