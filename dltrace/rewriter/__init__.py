@@ -41,6 +41,7 @@ from dltrace.rewriter.base_table import number_instances
 from dltrace.rewriter.context import DISJOINT_ROWS, SHARED, IdSource, RewriteContext
 from dltrace.rewriter.distinct import distinct
 from dltrace.rewriter.distinct_set_operations import distinct_set_operations
+from dltrace.rewriter.inequality_split import inequality_split
 from dltrace.rewriter.join import join
 from dltrace.rewriter.output import DL, SharedLineage, output
 from dltrace.rewriter.projection import projection
@@ -48,10 +49,20 @@ from dltrace.rewriter.qualify import parse, qualify
 from dltrace.rewriter.representation import REPRESENTATIONS, SET
 from dltrace.rewriter.saved_result import SavedLineage, shared_view
 from dltrace.rewriter.semi_anti_join import semi_anti_join
+from dltrace.rewriter.semi_join_reduction import semi_join_reduction
 from dltrace.rewriter.set_operation import union_all
 from dltrace.rewriter.subquery_condition import subquery_condition
-from dltrace.rewriter.subquery_copies import ctes_read_by_copies, in_cte, in_lineage_copy, is_skipped, subquery_copies
+from dltrace.rewriter.subquery_copies import (
+    copy_lineage,
+    ctes_read_by_copies,
+    in_cte,
+    in_lineage_copy,
+    is_skipped,
+    subquery_copies,
+)
 from dltrace.rewriter.subquery_value import subquery_value
+from dltrace.rewriter.surviving_groups import surviving_groups
+from dltrace.rewriter.uncorrelated_copies import hoist_uncorrelated_copies, mark_subsuming_copies
 from dltrace.rewriter.unsupported import refuse_unsupported
 from dltrace.rewriter.window import window
 
@@ -79,9 +90,21 @@ RULES = (
     # Per scope, innermost first: the sources' lineage (base tables, saved results, subqueries,
     # CTEs, outer joins), WHERE subqueries before grouping, aggregation, HAVING and SELECT-list
     # subqueries after it, windows, then the SELECT list exposes the lineage to the enclosing
-    # query; a UNION ALL gives its inputs one common lineage column.
-    Phase("scopes", (join, subquery_condition, aggregate, subquery_value, window, projection, union_all),
-          per_scope=True),
+    # query; a UNION ALL gives its inputs one common lineage column.  A lineage copy, once
+    # rewritten like any query, becomes the DLUNION of its rows (copy_lineage) before its
+    # enclosing SELECT, a later scope, takes it.  Around that, the speed-ups: a copy that
+    # reads the rows its SELECT groups is marked while its WHERE is the subquery's, and a
+    # grouped one is restricted to its surviving groups while it is still a plain query;
+    # the value is then shared if uncorrelated, restricted to the outer rows' keys, or
+    # split at a <> correlation (after the reduction, which its test for other correlated
+    # conjuncts must see).
+    Phase(
+        "scopes",
+        (join, subquery_condition, aggregate, subquery_value, window, projection, union_all,
+         mark_subsuming_copies, surviving_groups, copy_lineage, hoist_uncorrelated_copies, semi_join_reduction,
+         inequality_split),
+        per_scope=True,
+    ),
     # The outermost query's lineage becomes the one column DL.
     Phase("output", (output,)),
 )

@@ -15,14 +15,14 @@ from __future__ import annotations
 from sqlglot import exp
 
 from dltrace.rewriter.context import RewriteContext
-from dltrace.rewriter.subquery_copies import lineage_term, placeholders
+from dltrace.rewriter.subquery_copies import take_copies
 
 
 def subquery_condition(select: exp.Expression, context: RewriteContext) -> exp.Expression:
     """Add the lineage of WHERE subqueries to each row's lineage."""
     if not isinstance(select, exp.Select):
         return select
-    terms = [t for p in placeholders(select, ("where",)) if (t := lineage_term(p, context))]
+    terms = [t for copy in take_copies(select, ("where",)) for t in context.lineage.of(copy).output]
     if terms:
         lineage = context.lineage.of(select)
         lineage.rows = (*lineage.rows, *terms)

@@ -15,21 +15,21 @@ from sqlglot import exp
 
 from dltrace.rewriter.aggregate import is_aggregate
 from dltrace.rewriter.context import RewriteContext
-from dltrace.rewriter.subquery_copies import lineage_term, placeholders, reads_same_rows
+from dltrace.rewriter.subquery_copies import take_copies
 
 
 def subquery_value(select: exp.Expression, context: RewriteContext) -> exp.Expression:
     """Add the lineage of HAVING and SELECT-list subqueries to each output row's lineage.
 
-    When one of them reads exactly the rows the query groups (Q11), its lineage holds every
-    group's own and replaces it, so no row unions a large set with a part of itself.  With
-    occurrence-tagged ids (the tree definition) the two differ and both are kept.
+    When one of them reads exactly the rows the query groups (Q11: marked by
+    ``uncorrelated_copies.mark_subsuming_copies``), its lineage holds every group's own and
+    replaces it, so no row unions a large set with a part of itself.
     """
     if not isinstance(select, exp.Select):
         return select
-    copies = placeholders(select, ("having", "expressions"))
-    covering = context.id_source is None and any(reads_same_rows(p.this.this, select) for p in copies)
-    terms = [t for p in copies if (t := lineage_term(p, context))]
+    copies = take_copies(select, ("having", "expressions"))
+    covering = any(context.lineage.of(copy).subsumes for copy in copies)
+    terms = [t for copy in copies for t in context.lineage.of(copy).output]
     if is_aggregate(select):
         # a correlated one refers to grouping columns: the same set on all rows of a group
         terms = [context.representation.aggregate(t) for t in terms]
