@@ -78,7 +78,7 @@ class Phase:
     per_scope: bool = False
 
 
-RULES = (
+RULES: tuple[Phase, ...] = (
     # The whole query, before any scope is rewritten.  qualify first: every rule relies on
     # qualified columns and expanded stars.  Then refuse what cannot be traced, on the query as
     # written; number table occurrences before copies duplicate them; turn constructs into
@@ -93,11 +93,11 @@ RULES = (
     # query; a UNION ALL gives its inputs one common lineage column.  A lineage copy, once
     # rewritten like any query, becomes the DLUNION of its rows (copy_lineage) before its
     # enclosing SELECT, a later scope, takes it.  Around that, the speed-ups: a copy that
-    # reads the rows its SELECT groups is marked while its WHERE is the subquery's, and a
-    # grouped one is restricted to its surviving groups while it is still a plain query;
-    # the value is then shared if uncorrelated, restricted to the outer rows' keys, or
-    # split at a <> correlation (after the reduction, which its test for other correlated
-    # conjuncts must see).
+    # reads the rows its SELECT groups is marked while its WHERE is still the subquery's, and
+    # a grouped one is restricted to its surviving groups while it is still a plain query;
+    # then an uncorrelated copy is shared, and a correlated one restricted to the outer rows'
+    # keys or else split at a <> correlation (a reduced copy's WHERE no longer has the shape
+    # the split needs).
     Phase(
         "scopes",
         (join, subquery_condition, aggregate, subquery_value, window, projection, union_all,

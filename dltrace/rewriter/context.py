@@ -88,6 +88,9 @@ class Lineages:
 
 @dataclass
 class RewriteContext:
+    """The second argument of every rule: settings, catalog facts, the lineage store and,
+    for per-scope rules, the scope (lineage copies get a copy with native sets)."""
+
     codes: dict[str, int]
     representation: Representation
     semantics: str = "control"
