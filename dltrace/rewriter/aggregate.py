@@ -15,10 +15,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from sqlglot import exp
-from sqlglot.optimizer.scope import Scope
 
 from dltrace.rewriter.clauses import sources
-from dltrace.rewriter.context import ROWS, RewriteContext, get_lineage, set_lineage
+from dltrace.rewriter.context import RewriteContext
 from dltrace.rewriter.keys import pinned_sources
 from dltrace.rewriter.representation import call
 from dltrace.rewriter.terms import Kind, Term
@@ -37,32 +36,34 @@ def is_aggregate(select: exp.Select) -> bool:
     return False
 
 
-def aggregate(select: exp.Select, scope: Scope, context: RewriteContext) -> exp.Select:
+def aggregate(select: exp.Expression, context: RewriteContext) -> exp.Expression:
     """Replace the rows' lineage by its DLUNION over each group."""
-    if is_aggregate(select):
-        rows = get_lineage(select, ROWS)
-        size = expected_group_lineage(select, context)
-        plain = not has_grouping_sets(select)
-        by_key = grouped_by_key(select, context.table_keys or {}) if plain else frozenset()
-        global_aggregate = not select.args.get("group")
-        terms, collected = [], False
-        for term in rows:
-            if term.kind is Kind.ID and term.source in by_key and context.ids_ordered_by_table:
-                terms.append(one_row_per_group(term))
-                continue
-            if term.shared and global_aggregate and isinstance(term.sql, exp.Subquery):
-                terms.append(only_if_rows_read(term))
-                continue
-            aggregated = context.representation.aggregate(term, group_size=size)
-            collected = collected or not term.shared
-            if not plain:  # ROLLUP, CUBE, GROUPING SETS: a row is in several groups
-                aggregated = replace(aggregated, unique=False)
-            elif not aggregated.unique and in_one_group(term, rows, select, context):
-                aggregated = replace(aggregated, unique=True)
-            terms.append(aggregated)
-        set_lineage(select, ROWS, terms)
-        if plain and collected:
-            group_by_keys(select, context.table_keys or {})
+    if not isinstance(select, exp.Select) or not is_aggregate(select):
+        return select
+    lineage = context.lineage.of(select)
+    rows = lineage.rows
+    size = expected_group_lineage(select, context)
+    plain = not has_grouping_sets(select)
+    by_key = grouped_by_key(select, context.table_keys or {}) if plain else frozenset()
+    global_aggregate = not select.args.get("group")
+    terms, collected = [], False
+    for term in rows:
+        if term.kind is Kind.ID and term.source in by_key and context.ids_ordered_by_table:
+            terms.append(one_row_per_group(term))
+            continue
+        if term.shared and global_aggregate and isinstance(term.sql, exp.Subquery):
+            terms.append(only_if_rows_read(term))
+            continue
+        aggregated = context.representation.aggregate(term, group_size=size)
+        collected = collected or not term.shared
+        if not plain:  # ROLLUP, CUBE, GROUPING SETS: a row is in several groups
+            aggregated = replace(aggregated, unique=False)
+        elif not aggregated.unique and in_one_group(term, rows, select, context):
+            aggregated = replace(aggregated, unique=True)
+        terms.append(aggregated)
+    lineage.rows = tuple(terms)
+    if plain and collected:
+        group_by_keys(select, context.table_keys or {})
     return select
 
 
