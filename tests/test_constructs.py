@@ -47,6 +47,9 @@ CONSTRUCTS = {
                  "where state = 'NY') d on d.s_id = s.s_id",
     "semi_join": "select d.s_name from store d left semi join sales s on s.s_id = d.s_id and s.num > 2000",
     "anti_join": "select d.s_name from store d left anti join sales s on s.s_id = d.s_id and s.num > 2000",
+    "distinct_over_aggregates": "select distinct count(*) as n from sales group by s_id",
+    "regroup_rows_in_several_groups": "select n, count(*) as c from (select s.i_id, count(*) as n from store d join "
+                                      "sales s on s.s_id = d.s_id group by s.i_id) x group by n",
     "union_distinct": "select s_name as name from store union select s_name from store where state = 'CA'",
     "intersect": "select category from item intersect select category from item where i_id > 3",
     "except": "select category from item except select category from item where i_id <= 2",

@@ -99,6 +99,11 @@ def _marked(node: exp.Expression | None, key: str) -> bool:
 
 
 def _copy_subqueries(select: exp.Select, context: RewriteContext) -> None:
+    for join in select.args.get("joins") or []:
+        condition = join.args.get("on")
+        query = condition.find(exp.Select, exp.SetOperation) if condition is not None else None
+        if query is not None:  # its lineage would need a copy per joined pair: refused, never wrong
+            raise unsupported(query, "a subquery in a JOIN condition")
     for index, query in enumerate(list(expression_subqueries(select))):
         clause = clause_of(query, select)
         if clause not in SUPPORTED_CLAUSES:
