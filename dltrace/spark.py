@@ -187,7 +187,7 @@ def check_standalone_master(master: str, timeout: float = CONNECT_TIMEOUT) -> No
 
 
 def launch_failure(log_text: str) -> str | None:
-    """Spark's reason in what a JVM that failed to start wrote: the message of the last Java
+    r"""Spark's reason in what a JVM that failed to start wrote: the message of the last Java
     exception (``spark-submit`` prints it above its stack trace), else None.
 
     >>> launch_failure('WARNING: x\nException in thread "main" org.apache.spark.SparkException: Master must '
