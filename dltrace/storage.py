@@ -155,15 +155,16 @@ class Location:
     def read_text(self) -> str:
         """The file's text.  A missing file is retried briefly while a writer's temporary file
         is beside it: on HDFS a replacing rename is a delete then a rename (module docstring)."""
-        for attempt in range(RETRIES + 1):
+        attempt = 0
+        while True:
             try:
                 with self.fs.open_input_stream(self.path) as stream:
                     return stream.read().decode()
             except FileNotFoundError:
-                if self.local or attempt == RETRIES or not self.parent.glob(f".{self.stem}-*"):
+                attempt += 1
+                if self.local or attempt > RETRIES or not self.parent.glob(f".{self.stem}-*"):
                     raise
                 time.sleep(0.05)
-        raise AssertionError("unreachable")
 
     def write_text(self, text: str) -> None:
         """Write the file (no temporary name: see ``write_atomically``)."""

@@ -97,3 +97,20 @@ def test_without_rename_a_derived_directory_is_complete_with_its_marker(object_s
     (target / "_SUCCESS").write_text("")
     build_once(target, write)
     assert target.complete() and len(written) == 2
+
+
+def test_a_reader_waits_out_a_replacing_rename(object_store) -> None:
+    """HDFS replaces a file by a delete then a rename: a reader that finds no file while a
+    writer's temporary file is beside it tries again (here a mock filesystem without rename
+    plays the store; the window is made by hand)."""
+    import threading
+
+    target = object_store / "catalog.json"
+    object_store.mkdir()
+    (object_store / ".catalog-1-1.json").write_text("{}")
+    threading.Timer(0.2, target.write_text, ["{\"version\": 2}"]).start()
+    assert json.loads(target.read_text()) == {"version": 2}
+    target.unlink()
+    (object_store / ".catalog-1-1.json").unlink()
+    with pytest.raises(FileNotFoundError):
+        target.read_text()  # no writer: missing at once
