@@ -67,6 +67,9 @@ class Location:
     def __repr__(self) -> str:
         return f"Location({str(self)!r})"
 
+    def __lt__(self, other: Location) -> bool:  # sorted() as pathlib's paths sort
+        return self.path.split("/") < other.path.split("/")
+
     def __fspath__(self) -> str:
         if not self.local:
             raise TypeError(f"{self} is not on the local filesystem")
