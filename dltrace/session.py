@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import weakref
-from pathlib import Path
 from typing import NamedTuple
 
 from dltrace import granularity, rewriter
@@ -23,9 +22,10 @@ DEFAULT_CATALOG = ".dltrace"
 _VIEW_PATHS: dict[tuple[int, str], str] = {}  # (Spark session, view name) -> the Parquet it reads
 
 
-def catalog_dir(catalog: str | os.PathLike | None) -> Path:
-    """``catalog``, else ``$DLTRACE_CATALOG``, else ``./.dltrace``."""
-    return Path(catalog or os.environ.get("DLTRACE_CATALOG") or DEFAULT_CATALOG)
+def catalog_dir(catalog: str | os.PathLike | None) -> str | os.PathLike:
+    """``catalog``, else ``$DLTRACE_CATALOG``, else ``./.dltrace``: a local path or a filesystem
+    URI (``dltrace.storage``)."""
+    return catalog or os.environ.get("DLTRACE_CATALOG") or DEFAULT_CATALOG
 
 
 def check_savable(lineage_on: granularity.LineageOnArgument) -> None:

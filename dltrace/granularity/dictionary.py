@@ -98,7 +98,7 @@ def _display_order(found: tuple[Provider, Granule]) -> tuple:
 def _provider_dictionary(session: Engine, provider: Provider) -> dict[int, tuple]:
     """One table's granules, from the cache or computed with Spark."""
     entry = session.catalog.entry(provider.table)
-    key = (str(session.catalog.directory.resolve()), entry.path, provider.tag)
+    key = (str(session.catalog.directory), entry.path, provider.tag)
     if key not in _DICTIONARIES:
         alias = provider.table
         values = ", ".join(f"{v.sql(dialect='spark')} AS v{i}" for i, v in enumerate(provider.values(alias)))
