@@ -121,19 +121,20 @@ def stop_process_group(process: subprocess.Popen) -> None:
             continue
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def connect_server(tmp_path_factory) -> Iterator[str]:
-    """A real Spark Connect server on 127.0.0.1 for the whole run (its jar ships in pyspark's
-    ``jars/``): its ``sc://`` URL.  Started as ``start-connect-server.sh`` starts one, through
-    ``spark-submit``, but in a process group of its own in the foreground, so that it is stopped
-    by its process id at the end; its working directory is not the tests' (a relative catalog
-    path resolved there would be another directory)."""
+    """A real Spark Connect server on 127.0.0.1 (its jar ships in pyspark's ``jars/``): its
+    ``sc://`` URL.  Started as ``start-connect-server.sh`` starts one, through ``spark-submit``,
+    but in a process group of its own in the foreground, so that it is stopped by its process id
+    when the module using it is done (not at the end of the run: a JVM idling for the rest of
+    the suite holds memory the other tests' JVM may need); its working directory is not the
+    tests' (a relative catalog path resolved there would be another directory)."""
     home = tmp_path_factory.mktemp("connect-server")
     port = free_port()
     command = [
         str(Path(sys.executable).parent / "spark-submit"),
         "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
-        "--master", "local[2]", "--driver-memory", "2g",
+        "--master", "local[2]", "--driver-memory", "1g",
         "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
         "--conf", f"spark.connect.grpc.binding.port={port}",
         "--conf", "spark.sql.shuffle.partitions=4", "--conf", "spark.ui.enabled=false",
