@@ -9,30 +9,32 @@ A Parquet source registered without ``--order-by`` is not copied: the entry list
 (``files``) and ``<name>-v<k>.parquet`` is never written (dltrace/table_data.py).
 
 Any Parquet reader can join ids back to rows without dltrace.  Every write goes to a
-temporary name first and is renamed into place, so a failed registration leaves the
-previous state intact.  A revision writes ``<name>-v<k+1>.parquet`` and keeps the earlier
-versions (listed in the entry's ``previous``): saved results' lineage may name their ids.
+temporary name first and is renamed into place (on an object store, which has no rename, it
+is written in place and named by ``catalog.json`` once complete: ``dltrace.storage``), so a
+failed registration leaves the previous state intact.  The catalog and the sources are
+``dltrace.storage.Location``s: a local path or a filesystem URI (``hdfs://``, ``s3a://``).
+A revision writes ``<name>-v<k+1>.parquet`` and keeps the earlier versions (listed in the
+entry's ``previous``): saved results' lineage may name their ids.
 """
 
 from __future__ import annotations
 
-import glob
 import hashlib
 import json
 import operator
 import os
+import posixpath
 import re
-import shutil
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field, replace
 from functools import reduce
-from pathlib import Path
+from pathlib import PurePosixPath
 
 from dltrace.errors import BadInput, CatalogError, UnknownTable
 from dltrace.ids import MAX_TABLE_CODE, make_id, split_id
 from dltrace.recovery import sweep
-from dltrace.table_data import file_records, is_glob, listed_files
+from dltrace.storage import Location, glob, is_glob, location
+from dltrace.table_data import file_records, listed_files
 from dltrace.validation import check_catalog
 
 FORMAT = 1
@@ -92,10 +94,10 @@ class Catalog:
 
     Opening one also removes what killed writes left behind (``dltrace.recovery``)."""
 
-    def __init__(self, directory: str | os.PathLike = ".dltrace") -> None:
-        # absolute: Spark resolves relative paths against the JVM's working directory, which
-        # stays where Spark started when Python changes directory (a notebook's os.chdir)
-        self.directory = Path(directory).absolute()
+    def __init__(self, directory: str | os.PathLike | Location = ".dltrace") -> None:
+        # absolute: Spark resolves relative paths against its own working directory (the
+        # JVM's, where Spark started, whatever os.chdir did since; a Connect server's)
+        self.directory = location(directory)
         self.version = 0
         self.tables: dict[str, TableEntry] = {}
         # codes of dropped tables, never given out again: saved lineage may still hold their ids
@@ -104,14 +106,14 @@ class Catalog:
         self._load()
 
     @property
-    def file(self) -> Path:
+    def file(self) -> Location:
         return self.directory / "catalog.json"
 
     def _load(self) -> None:
-        if not self.file.exists():
-            return
         try:
             data = json.loads(self.file.read_text())
+        except FileNotFoundError:
+            return
         except (OSError, ValueError) as error:
             raise CatalogError(f"cannot read {self.file}: {error}") from None
         check_catalog(data, self.file, FORMAT, TableEntry)
@@ -123,7 +125,6 @@ class Catalog:
 
     def save(self) -> None:
         """Write ``catalog.json`` atomically with the version advanced by one."""
-        self.directory.mkdir(parents=True, exist_ok=True)
         self.version += 1
         data = {
             "format": FORMAT,
@@ -131,35 +132,32 @@ class Catalog:
             "tables": {name: asdict(entry) for name, entry in sorted(self.tables.items())},
             **({"retired_codes": sorted(self.retired_codes)} if self.retired_codes else {}),
         }
-        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=f".catalog-{os.getpid()}-", suffix=".json")
-        with os.fdopen(fd, "w") as handle:
-            json.dump(data, handle, indent=2)
-        os.replace(tmp, self.file)
+        self.file.write_atomically(json.dumps(data, indent=2), f".catalog-{os.getpid()}-{time.time_ns()}.json")
 
     def entry(self, name: str) -> TableEntry:
         try:
             return self.tables[name.lower()]
         except KeyError:
             raise UnknownTable(
-                f"table '{name}' is not registered in catalog {self.directory.resolve()}: "
+                f"table '{name}' is not registered in catalog {self.directory}: "
                 f"run `dltrace register {name} PATH` first, or choose the catalog with --catalog DIR"
             ) from None
 
-    def data_path(self, name: str, version: int | None = None) -> Path:
-        """Absolute path of a table's Parquet with ``_dl_id`` (``version``: an earlier data version)."""
+    def data_path(self, name: str, version: int | None = None) -> Location:
+        """Where a table's Parquet with ``_dl_id`` is (``version``: an earlier data version)."""
         entry = self.entry(name)
         if version is None:
-            return (self.directory / entry.path).resolve()
+            return self.directory / entry.path
         paths = entry.version_paths()
         if version not in paths:
             known = ", ".join(f"v{v}" for v in sorted(paths))
             raise BadInput(f"table '{name}' has no data version v{version} (it has {known})")
-        return (self.directory / paths[version]).resolve()
+        return self.directory / paths[version]
 
     def schemas(self) -> Schemas:
         """``{table: {column: spark_type}}`` for qualifying queries (``_dl_id`` not included)."""
         schemas = Schemas({name: dict(entry.schema) for name, entry in self.tables.items()})
-        schemas.location = str(self.directory.resolve())
+        schemas.location = str(self.directory)
         return schemas
 
     def table_of_code(self, code: int) -> str:
@@ -179,25 +177,25 @@ class Catalog:
         return code
 
 
-def source_fingerprint(path: Path, fmt: str, options: dict) -> str:
+def source_fingerprint(source: Location, fmt: str, options: dict) -> str:
     """A digest of the source files (names, sizes, modification times) and the options,
     so that registering the same source again is recognised and costs nothing."""
-    if is_glob(path) and not path.exists():
-        files = sorted((Path(p) for p in glob.glob(str(path)) if Path(p).is_file()), key=str)
-    else:
-        files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    if is_glob(source) and not source.exists():
+        # a glob's files by their whole path
+        files = [(str(match), info) for match in glob(source) if (info := match.info()).is_file]
+    elif source.is_file():
+        files = [(source.name, source.info())]  # a file by its name
+    else:  # a directory's files by their path in it, in pathlib's order
+        infos = sorted(source.files(), key=lambda info: info.path.split("/"))
+        files = [(posixpath.relpath(info.path, source.path), info) for info in infos]
     digest = hashlib.sha256(json.dumps([fmt, options], sort_keys=True).encode())
-    for file in files:
-        if file.name.startswith((".", "_")):
-            continue
-        stat = file.stat()
-        # a directory's files by their relative path, a file by its name, a glob's by the whole path
-        named = file.relative_to(path) if path in file.parents else file.name if file == path else file
-        digest.update(f"{named}|{stat.st_size}|{stat.st_mtime_ns}".encode())
+    for named, info in files:
+        if not info.base_name.startswith((".", "_")):
+            digest.update(f"{named}|{info.size}|{info.mtime_ns}".encode())
     return digest.hexdigest()[:32]
 
 
-def read_source(spark, path: Path, fmt: str, header: bool = True):
+def read_source(spark, path: Location, fmt: str, header: bool = True):
     """The source as a DataFrame; a CSV's first row gives the column names when ``header``
     (else Spark names them ``_c0``, ``_c1``, ...), and its types are inferred."""
     reader = spark.read
@@ -225,10 +223,10 @@ def check_header(path: str | os.PathLike, columns: list[str], header: bool | Non
         )
 
 
-def guess_format(path: Path) -> str:
-    suffixes = {s.lower().lstrip(".") for s in path.suffixes}
+def guess_format(path: Location) -> str:
+    suffixes = {s.lower().lstrip(".") for s in PurePosixPath(path.name).suffixes}
     if path.is_dir():
-        suffixes |= {p.suffix.lower().lstrip(".") for p in path.iterdir() if p.is_file()}
+        suffixes |= {PurePosixPath(p.name).suffix.lower().lstrip(".") for p in path.iterdir() if p.is_file()}
     for fmt in FORMATS:
         if fmt in suffixes:
             return fmt
@@ -273,8 +271,8 @@ def register(
     if not NAME_PATTERN.match(name):
         raise BadInput(f"'{name}' is not a valid table name: use letters, digits and _")
     name = name.lower()
-    source = Path(path).expanduser().resolve()
-    if not source.exists() and not (is_glob(source) and glob.glob(str(source))):
+    source = location(path, "source")
+    if not source.exists() and not (is_glob(source) and glob(source)):
         raise BadInput(f"{path}: no such file or directory")
     fmt = (fmt or guess_format(source)).lower()
     if fmt not in FORMATS:
@@ -371,13 +369,16 @@ def register(
         table = kept.unionByName(table).orderBy(ID_COLUMN)  # files in id order: lookups by id skip row groups
     relative = f"tables/{name}-v{version}.parquet"
     final = catalog.directory / relative
+    # written aside and renamed into place; where renames are not atomic (object stores),
+    # written in place: only catalog.json, saved last, makes it part of the catalog
     tmp = catalog.directory / "tables" / f".tmp-{name}-{os.getpid()}-{time.time_ns()}"
-    tmp.parent.mkdir(parents=True, exist_ok=True)
-    interrupted = False
+    staging = tmp if final.atomic_rename else final
+    staging.parent.mkdir()
+    interrupted = kept = False
     try:
-        table.write.mode("overwrite").parquet(str(tmp))
+        table.write.mode("overwrite").parquet(str(staging))
         rows, new_rows = (
-            spark.read.parquet(str(tmp))
+            spark.read.parquet(str(staging))
             .agg(F.count(F.lit(1)), F.coalesce(F.sum((F.col(ID_COLUMN) >= first_new_id).cast("long")), F.lit(0)))
             .first()
         )
@@ -395,7 +396,9 @@ def register(
                 changes=changes,
             )
         else:
-            os.replace(tmp, final)
+            if staging != final:
+                staging.rename(final)
+            kept = True
             entry = TableEntry(
                 code=code,
                 path=relative,
@@ -417,7 +420,8 @@ def register(
         interrupted = True  # the JVM call it cut short leaves Py4J unable to answer
         raise
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if not kept or staging != final:
+            staging.remove()
         if not interrupted:
             cached.unpersist()
     return entry

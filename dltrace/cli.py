@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from dltrace.errors import BadInput, DltraceError, spark_error
+from dltrace.errors import BadInput, DltraceError, spark_error, unexpected_error
 from dltrace.formatting import DL, DL_VALUES, output_limit, row_dicts, table_footer, write_csv, write_json, write_table
 from dltrace.granularity import GranuleDecoder, split_lineage_on
 from dltrace.impact.commands import COMMANDS, add_parsers, run_command, save_for_sql
@@ -138,11 +138,14 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as error:  # a Spark/Java failure must not end in a stack trace
         from pyspark.errors import PySparkException
 
-        if isinstance(error, PySparkException):
+        from dltrace.spark import DEFAULT_CONF, jvm_log_path
+
+        if isinstance(error, PySparkException) and "OutOfMemoryError" not in str(error):
             wrapped = spark_error(error)
-            print(f"dltrace: error: {wrapped}", file=sys.stderr)
-            return wrapped.exit_code
-        raise
+        else:
+            wrapped = unexpected_error(error, str(jvm_log_path()), DEFAULT_CONF["spark.driver.memory"])
+        print(f"dltrace: error: {wrapped}", file=sys.stderr)
+        return wrapped.exit_code
 
 
 def run(args: argparse.Namespace) -> int:

@@ -29,7 +29,6 @@ import json
 import warnings
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 from sqlglot import exp
 
@@ -37,6 +36,7 @@ from dltrace.catalog import ID_COLUMN, NAME_PATTERN
 from dltrace.errors import BadInput, CatalogError, DltraceError
 from dltrace.ids import ROW_BITS
 from dltrace.recovery import write_json_atomically
+from dltrace.storage import Location
 
 DIRECTORY = "udfs"
 VALUE, REASON = "value", "reason"
@@ -100,12 +100,12 @@ def load_callable(spec: str, what: str) -> Callable:
 class UdfStore:
     """The reason-capable UDFs kept in one catalog directory."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Location) -> None:
         self.directory = directory / DIRECTORY
 
     def all(self) -> dict[str, UdfSpec]:
         specs = {}
-        for file in sorted(self.directory.glob("*.json")) if self.directory.exists() else []:
+        for file in self.directory.glob("*.json"):
             try:
                 spec = UdfSpec(**json.loads(file.read_text()))
             except (OSError, ValueError, TypeError) as error:

@@ -15,50 +15,55 @@ a catalog.  Temporary names (``<pid>`` is the writer's process id)::
     results/.dropped-<name>-<ns>/             what a result drop renamed away
     samples/.tmp-<name>-<pid>-<ns>/           a table sample before the rename
     views/.<name>-<pid>-*.tmp, udfs/...       a view's or UDF's JSON before the rename
+
+On an object store, which has no rename (``dltrace.storage``), directories are written at
+their final names and metadata in one upload: nothing temporary is left there but the data of
+a save that no ``result.json`` names, which is swept the same way.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import posixpath
 import re
-import shutil
-import tempfile
 import time
 from collections.abc import Callable
-from pathlib import Path
+
+from dltrace.storage import Location
 
 PID = re.compile(r"-p?(\d+)-")  # the writer's pid in a temporary name
 STAMP_PID = re.compile(r"-p(\d+)$")
 
 
-def build_once(target: Path, write: Callable[[Path], None]) -> Path:
+def build_once(target: Location, write: Callable[[Location], None]) -> Location:
     """``target``, a directory derived from catalog data (a key index, a table sample):
     ``write(tmp)`` writes it under a temporary name (``.tmp-<name>-<pid>-<ns>``, swept if
-    the writer dies) that is renamed into place; a concurrent build that finished first wins."""
-    if target.exists():
+    the writer dies) that is renamed into place; a concurrent build that finished first wins.
+    Without an atomic rename (object stores) it is written at ``target``, complete once
+    Spark's ``_SUCCESS`` marker is there."""
+    if target.complete():
+        return target
+    if not target.atomic_rename:
+        write(target)
         return target
     tmp = target.parent / f".tmp-{target.name}-{os.getpid()}-{time.time_ns()}"
-    tmp.parent.mkdir(parents=True, exist_ok=True)
+    tmp.parent.mkdir()
     try:
         write(tmp)
-        os.replace(tmp, target)
+        tmp.rename(target)
     except OSError:
         if not target.exists():  # not a concurrent build that finished first
             raise
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.remove()
     return target
 
 
-def write_json_atomically(target: Path, record: dict) -> None:
+def write_json_atomically(target: Location, record: dict) -> None:
     """``target`` holds ``record`` as JSON, written under a temporary name (``.<name>-<pid>-*``,
     swept if the writer dies) and renamed over the old file: a reader sees one or the other."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.stem}-{os.getpid()}-", suffix=".tmp")
-    with os.fdopen(fd, "w") as handle:
-        json.dump(record, handle, indent=2)
-    os.replace(tmp, target)
+    target.write_atomically(json.dumps(record, indent=2), f".{target.stem}-{os.getpid()}-{time.time_ns()}.tmp")
 
 
 def pid_alive(pid: int) -> bool:
@@ -79,14 +84,7 @@ def _dead_writer(name: str, pattern: re.Pattern = PID) -> bool:
     return match is None or not pid_alive(int(match.group(1)))
 
 
-def _remove(path: Path) -> None:
-    if path.is_dir():
-        shutil.rmtree(path, ignore_errors=True)
-    else:
-        path.unlink(missing_ok=True)
-
-
-def sweep(directory: Path) -> None:
+def sweep(directory: Location) -> None:
     """Delete what killed writers left in catalog ``directory``."""
     if not directory.is_dir():
         return
@@ -94,24 +92,26 @@ def sweep(directory: Path) -> None:
                     "views/.*.tmp", "udfs/.*.tmp", "samples/.tmp-*"):
         for path in directory.glob(pattern):
             if _dead_writer(path.name):
-                _remove(path)
-    for home in directory.glob("results/*/"):
-        if not home.name.startswith("."):
+                path.remove()
+    for home in directory.glob("results/*"):
+        if home.is_dir():
             _sweep_result(home)
 
 
-def _sweep_result(home: Path) -> None:
+def _sweep_result(home: Location) -> None:
     """A saved result's directory: data no ``result.json`` names, written by dead processes."""
     for tmp in home.glob(".result-*.json"):
         if _dead_writer(tmp.name):
-            _remove(tmp)
+            tmp.remove()
     metadata = home / "result.json"
     try:
-        referenced = Path(json.loads(metadata.read_text())["data"]).parent.name if metadata.exists() else None
+        referenced = posixpath.basename(posixpath.dirname(json.loads(metadata.read_text())["data"]))
+    except FileNotFoundError:
+        referenced = None
     except (OSError, ValueError, KeyError, TypeError):
         return  # a damaged result.json: reported when it is read, its data left alone
     for child in home.iterdir():
         if child.is_dir() and child.name != referenced and _dead_writer(child.name, STAMP_PID):
-            _remove(child)
-    if referenced is None and not any(home.iterdir()):
-        home.rmdir()
+            child.remove()
+    if referenced is None and not home.iterdir():
+        home.remove()

@@ -39,17 +39,16 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
+import posixpath
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 from sqlglot import exp
 
-from dltrace.catalog import NAME_PATTERN, Catalog, quoted, with_positions
+from dltrace.catalog import NAME_PATTERN, Catalog, quoted
 from dltrace.errors import BadInput, CatalogError, DltraceError
+from dltrace.storage import Location, location
 from dltrace.table_data import read_parquet
 from dltrace.validation import check_result
 
@@ -117,7 +116,7 @@ class SavedResult:
     def __post_init__(self) -> None:
         # format 1: the stamp was only in the data path, and the lineage reached just the
         # tables the query read
-        self.stamp = self.stamp or Path(self.data).parent.name
+        self.stamp = self.stamp or posixpath.basename(posixpath.dirname(self.data))
         self.lineage_tables = self.lineage_tables or {t: [v] for t, v in self.tables.items()}
 
     @property
@@ -140,13 +139,12 @@ class ResultStore:
         self.catalog = catalog
         self.directory = catalog.directory / DIRECTORY
 
-    def _metadata_file(self, name: str) -> Path:
+    def _metadata_file(self, name: str) -> Location:
         return self.directory / name / METADATA
 
     def list(self) -> list[SavedResult]:
         """Every saved result, by name."""
-        files = sorted(self.directory.glob(f"*/{METADATA}")) if self.directory.exists() else []
-        return [self._read(file) for file in files]
+        return [self._read(file) for file in self.directory.glob(f"*/{METADATA}")]
 
     def exists(self, name: str) -> bool:
         return bool(NAME_PATTERN.match(name)) and self._metadata_file(name.lower()).exists()
@@ -160,7 +158,7 @@ class ResultStore:
             )
         return self._read(file)
 
-    def _read(self, file: Path) -> SavedResult:
+    def _read(self, file: Location) -> SavedResult:
         try:
             data = json.loads(file.read_text())
         except (OSError, ValueError) as error:
@@ -168,8 +166,8 @@ class ResultStore:
         check_result(data, file, FORMAT, SavedResult)
         return SavedResult(**data)
 
-    def path(self, relative: str) -> Path:
-        return (self.catalog.directory / relative).resolve()
+    def path(self, relative: str) -> Location:
+        return self.catalog.directory / relative
 
     def rows(self, spark, result: SavedResult):
         """The saved rows as stored: ``_row``, the query's columns, ``DL`` (the row's own ids)
@@ -269,26 +267,23 @@ class ResultStore:
         # the pid is for dltrace.recovery
         stamp = f"{time.strftime('%Y%m%dT%H%M%S')}-{time.time_ns() % 1_000_000_000:09d}-p{os.getpid()}"
         data_dir = home / stamp
-        data_dir.mkdir(parents=True)
+        data_dir.mkdir()
         try:
-            numbered, cached, rows = with_positions(frame, ROW)
-            try:
-                saved = numbered.select(ROW, *map(quoted, columns), *lineage_columns)
-                saved.write.options(**WRITE_OPTIONS).option("parquet.block.size", ROWS_ROW_GROUP_BYTES).parquet(
-                    str(data_dir / "rows.parquet")
-                )
-            finally:
-                cached.unpersist()
+            saved = numbered(frame).select(ROW, *map(quoted, columns), *lineage_columns)
+            saved.write.options(**WRITE_OPTIONS).option("parquet.block.size", ROWS_ROW_GROUP_BYTES).parquet(
+                str(data_dir / "rows.parquet")
+            )
+            rows = parquet_rows(data_dir / "rows.parquet")
             schema = {f.name: f.dataType.simpleString() for f in saved.schema.fields}
             if index is None:
-                index = rows >= INDEX_MIN_ROWS and directory_bytes(data_dir / "rows.parquet") >= INDEX_MIN_BYTES
+                index = rows >= INDEX_MIN_ROWS and (data_dir / "rows.parquet").size() >= INDEX_MIN_BYTES
             if index:
                 write_index(
                     read_parquet(frame.sparkSession, data_dir / "rows.parquet", schema), data_dir / "index.parquet"
                 )
             shared_ids = write_shared_sets(shared_sets, data_dir / "shared.parquet") if shared_sets else 0
         except BaseException:
-            shutil.rmtree(data_dir, ignore_errors=True)
+            data_dir.remove()
             raise
         relative = data_dir.relative_to(self.catalog.directory)
         result = SavedResult(
@@ -301,12 +296,12 @@ class ResultStore:
             created_at=time.time(),
             rows=rows,
             columns=columns,
-            data=str(relative / "rows.parquet"),
-            index=str(relative / "index.parquet") if index else None,
+            data=posixpath.join(relative, "rows.parquet"),
+            index=posixpath.join(relative, "index.parquet") if index else None,
             schema=schema,
             stamp=stamp,
             disjoint=disjoint_rows,
-            shared=str(relative / "shared.parquet") if shared_sets else None,
+            shared=posixpath.join(relative, "shared.parquet") if shared_sets else None,
             shared_sets=len(shared_sets),
             shared_ids=shared_ids,
         )
@@ -385,30 +380,34 @@ class ResultStore:
             return result
         target = self.path(result.data).parent / f"index-{time.time_ns()}.parquet"
         write_index(self.rows(spark, result), target)
-        result.index = str(target.relative_to(self.catalog.directory.resolve()))
+        result.index = target.relative_to(self.catalog.directory)
         self._write_metadata(result)
         return result
 
     def drop(self, name: str) -> None:
-        """Remove result ``name``: renamed away first (atomic), then deleted."""
+        """Remove result ``name``: renamed away first (atomic), then deleted; without an
+        atomic rename (object stores), its ``result.json`` is deleted first (the result is
+        gone) and then its data."""
         self.get(name)
         home = self.directory / name.lower()
+        if not home.atomic_rename:
+            (home / METADATA).unlink()
+            home.remove()
+            return
         trash = self.directory / f".dropped-{name.lower()}-{time.time_ns()}"
-        os.replace(home, trash)
-        shutil.rmtree(trash, ignore_errors=True)
+        home.rename(trash)
+        trash.remove()
 
     def _write_metadata(self, result: SavedResult) -> None:
-        home = self.directory / result.name
-        fd, tmp = tempfile.mkstemp(dir=home, prefix=f".result-{os.getpid()}-", suffix=".json")
-        with os.fdopen(fd, "w") as handle:
-            json.dump(asdict(result), handle, indent=2)
-        os.replace(tmp, home / METADATA)
+        (self.directory / result.name / METADATA).write_atomically(
+            json.dumps(asdict(result), indent=2), f".result-{os.getpid()}-{time.time_ns()}.json"
+        )
 
     def _remove_unreferenced(self, name: str, keep: str) -> None:
         """Delete the data of earlier saves (and of saves that failed half way)."""
         for child in (self.directory / name).iterdir():
             if child.is_dir() and child.name != keep:
-                shutil.rmtree(child, ignore_errors=True)
+                child.remove()
 
 
 def lineage_ids(frame):
@@ -427,11 +426,41 @@ def lineage_ids(frame):
     raise BadInput(f"cannot save lineage of type {kind}: DL must be an id set (array<bigint>) or an roBDD (binary)")
 
 
-def directory_bytes(path: Path) -> int:
-    return sum(file.stat().st_size for file in path.rglob("*") if file.is_file())
+def numbered(frame):
+    """``frame`` with ``_row``: each row's position in ``frame``'s own order, densely from 0,
+    given in the pass that writes the rows.
+
+    Spark's distributed sequence (pandas-on-Spark's default index: ``RDD.zipWithIndex`` in
+    the JVM) numbers a row by the sizes of the partitions before its own.  Rows in one
+    partition are numbered as they stream; with several, all but the last are counted first
+    by a job over the final stage alone (the shuffles feeding it are not run again), their
+    rows kept serialized for the write.  ``catalog.with_positions``, which saves used before
+    (registration still does), caches every row, DLs included, in a columnar cache and
+    counts it in a job of its own: seconds when 100,000 rows hold millions of ids.
+    """
+    from pyspark.sql.internal import InternalFunction
+
+    return frame.select(InternalFunction.distributed_sequence_id().alias(ROW), *map(quoted, frame.columns))
 
 
-def write_index(rows_frame, target: Path) -> None:
+def parquet_rows(path: Location) -> int:
+    """The number of rows of a Parquet directory, from its files' footers (no Spark job)."""
+    import pyarrow.parquet as pq
+
+    total = 0
+    for file in path.glob("*.parquet"):
+        if not file.name.startswith((".", "_")):
+            with file.open() as stream:
+                total += pq.read_metadata(stream).num_rows
+    return total
+
+
+def directory_bytes(path: str | os.PathLike | Location) -> int:
+    """Bytes of all files below ``path`` (on any filesystem ``dltrace.storage`` reaches)."""
+    return location(path).size()
+
+
+def write_index(rows_frame, target: Location) -> None:
     """The forward index ``(id, _row)``: one row per id of each row's DL, sorted by id.
 
     Range partitioning by id gives files over disjoint id ranges, each sorted, so Parquet's
@@ -445,7 +474,7 @@ def write_index(rows_frame, target: Path) -> None:
     ).parquet(str(target))
 
 
-def write_shared_sets(sets: Sequence, target: Path) -> int:
+def write_shared_sets(sets: Sequence, target: Location) -> int:
     """Each shared set's ids as ``(set_id, id)`` rows, sorted by set then id, in one file (the
     sets are computed once each, as one sorted array); the number of ids written."""
     from functools import reduce

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import os
 import weakref
-from pathlib import Path
 from typing import NamedTuple
 
 from dltrace import granularity, rewriter
 from dltrace.catalog import NAME_PATTERN, Catalog, TableEntry, quoted, register
+from dltrace.engine import rewrite_over_catalog
 from dltrace.errors import BadInput, SourceChanged, spark_error
 from dltrace.plain import plain_sql, with_spark_names
 from dltrace.results import DL, ResultStore, SavedResult, names_read
@@ -22,9 +22,10 @@ DEFAULT_CATALOG = ".dltrace"
 _VIEW_PATHS: dict[tuple[int, str], str] = {}  # (Spark session, view name) -> the Parquet it reads
 
 
-def catalog_dir(catalog: str | os.PathLike | None) -> Path:
-    """``catalog``, else ``$DLTRACE_CATALOG``, else ``./.dltrace``."""
-    return Path(catalog or os.environ.get("DLTRACE_CATALOG") or DEFAULT_CATALOG)
+def catalog_dir(catalog: str | os.PathLike | None) -> str | os.PathLike:
+    """``catalog``, else ``$DLTRACE_CATALOG``, else ``./.dltrace``: a local path or a filesystem
+    URI (``dltrace.storage``)."""
+    return catalog or os.environ.get("DLTRACE_CATALOG") or DEFAULT_CATALOG
 
 
 def check_savable(lineage_on: granularity.LineageOnArgument) -> None:
@@ -209,9 +210,10 @@ class LineageSession:
         ids instead of row ids; empty, it turns lineage off (dltrace/granularity).
         """
         query, lineage_on = granularity.split_lineage_on(query, lineage_on)
+        if lineage_on == ():
+            return self.plain(query)
         if lineage_on is not None:
-            return granularity.granular_sql(self, self.traceable_on_values(query) if lineage_on else query,
-                                            lineage_on, semantics, repr)
+            return granularity.granular_sql(self, self.traceable_on_values(query), lineage_on, semantics, repr)
         return self.lineage_expression(query, semantics, repr, tagged_row_ids if tag_instances else None).sql(
             dialect="spark"
         )
@@ -237,27 +239,13 @@ class LineageSession:
         ids_ordered_by_table: bool = True,
     ):
         """The one path to the rewriter (ids from ``id_source``, default ``_dl_id``): views
-        inlined, the catalog's tables (codes and statistics) and the saved results the query
-        reads, which must hold lineage of the same semantics (a mix would be neither)."""
-        tables = self.catalog.tables
+        inlined, then ``engine.rewrite_over_catalog`` over the catalog's tables (codes and
+        statistics) and the saved results the query reads."""
         expanded_text = self.expand(query)
         read = names_read(expanded_text)
         saved = {n: r for n, r in self.saved_results().items() if n in read}
-        for result in saved.values():
-            if id_source is not None:
-                raise BadInput(f"this lineage cannot be traced through saved result {result.name}: "
-                               f"inline its query as a CTE")
-            if result.semantics != semantics:
-                raise BadInput(f"saved result {result.name} holds {result.semantics} lineage and this query asks for "
-                               f"{semantics}: run it with --semantics {result.semantics} or save {result.name} again")
-        return rewriter.rewrite(
-            rewriter.parse(expanded_text), self.schemas(saved), {name: entry.code for name, entry in tables.items()},
-            repr, semantics, id_source, ids_ordered_by_table,
-            table_rows={**{n: e.rows for n, e in tables.items()}, **{n: r.rows for n, r in saved.items()}},
-            table_keys={n: e.key or [] for n, e in tables.items()},
-            saved={n: rewriter.SavedLineage(frozenset(r.lineage_tables) & frozenset(tables), r.disjoint, r.shared_sets)
-                   for n, r in saved.items()},
-        )
+        return rewrite_over_catalog(rewriter.parse(expanded_text), self.catalog.tables, self.schemas(saved), saved,
+                                    semantics, repr, id_source, ids_ordered_by_table)
 
     def schemas(self, saved: dict[str, SavedResult] | None = None) -> dict[str, dict[str, str]]:
         """The columns of every table and saved result a query can read."""

@@ -1,6 +1,13 @@
 """Getting a Spark session: embedded ``local[*]`` by default, a cluster or Spark Connect on request.
 
 Starting a JVM costs seconds, so one session per process is created and reused.
+
+A session that cannot start fails in one line, within ``CONNECT_TIMEOUT`` (README, "Running
+on a cluster"): a Spark Connect server or a standalone master that is not there is found out
+before Spark's own clients would retry for minutes (Connect's for 10, a standalone driver's
+for about one), and a master URL Spark refuses is reported with Spark's reason, from the
+JVM's log, as bad input.  Spark Connect needs only its Python client (``dltrace[connect]``):
+no JVM runs here.
 """
 
 from __future__ import annotations
@@ -8,12 +15,14 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
-from dltrace.errors import DltraceError, JavaMissing
+from dltrace.errors import BadInput, DltraceError, JavaMissing
 
 MIN_JAVA = 17
 JAVA_HELP = (
@@ -27,7 +36,8 @@ DEFAULT_CONF = {
     "spark.sql.adaptive.enabled": "true",
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
-    "spark.driver.memory": "8g",
+    # embedded Spark runs its tasks in the driver's JVM: this heap holds every lineage set in flight
+    "spark.driver.memory": os.environ.get("SPARK_DRIVER_MEMORY") or "8g",
 }
 
 
@@ -58,6 +68,16 @@ def check_java() -> None:
 
 
 LOG_LIMIT = 10 << 20
+CONNECT_TIMEOUT = 15  # seconds to reach a Spark Connect server or a standalone master
+STANDALONE_PORT = 7077
+CONNECT_HELP = (
+    "check that the server runs (for a try: start-connect-server.sh, README \"Running on a cluster\") "
+    "and that SPARK_REMOTE names its host and port"
+)
+MASTER_HELP = "check that the master runs (its web UI and its log show its spark:// URL) and the URL's host and port"
+# a JVM exception's line in a log: 'Exception in thread "main" org.apache.spark.SparkException: <reason>'
+JAVA_EXCEPTION = re.compile(r'^(?:Exception in thread "[^"]*" )?[\w$.]+(?:Exception|Error): (.+)$')
+KILLED = re.compile(r"Application has been killed\. Reason: (.+)")
 _session = None
 
 
@@ -86,19 +106,115 @@ def get_spark(master: str | None = None, conf: dict[str, str] | None = None):
         return active
     remote = os.environ.get("SPARK_REMOTE")
     if remote:
+        check_connect_client(remote)
+        wait_for_connect_server(remote)
         _session = SparkSession.builder.appName("dltrace").remote(remote).getOrCreate()
         return _session
     _session = _embedded(master or os.environ.get("SPARK_MASTER") or "local[*]", {**DEFAULT_CONF, **(conf or {})})
     return _session
 
 
+def check_connect_client(remote: str) -> None:
+    """Spark Connect's Python client is an extra: without it, one line saying how to get it."""
+    try:
+        from pyspark.sql.connect import utils  # importing it checks the packages too
+
+        for require in (utils.require_minimum_grpc_version, utils.require_minimum_grpcio_status_version,
+                        utils.require_minimum_googleapis_common_protos_version,
+                        utils.require_minimum_zstandard_version):
+            require()
+    except ImportError as error:  # pyspark's PySparkImportError
+        raise DltraceError(f"SPARK_REMOTE={remote}: Spark Connect's Python client is missing ({error}): "
+                           f"pip install 'dltrace[connect]'") from None
+
+
+def wait_for_connect_server(remote: str, timeout: float = CONNECT_TIMEOUT) -> None:
+    """Fail in one line unless the Spark Connect server at ``remote`` accepts a connection
+    within ``timeout`` seconds: Connect's client retries an unreachable server for 10 minutes.
+
+    The channel is pyspark's own for the URL (TLS and token included); a refused connection
+    shows at once as gRPC's TRANSIENT_FAILURE, a host that does not answer at the timeout."""
+    import grpc
+    from pyspark.errors import PySparkException
+    from pyspark.sql.connect.client import DefaultChannelBuilder
+
+    try:
+        channel = DefaultChannelBuilder(remote).toChannel()
+    except (PySparkException, ValueError) as error:  # ValueError: urllib's, for a port that is no number
+        message = error.getMessage() if isinstance(error, PySparkException) else str(error)
+        raise BadInput(f"SPARK_REMOTE={remote} is not a Spark Connect URL ({message}): "
+                       f"use sc://HOST:PORT (the server's port is 15002 by default)") from None
+    states: list = []
+    answered = threading.Event()
+
+    def watch(state) -> None:
+        if state in (grpc.ChannelConnectivity.READY, grpc.ChannelConnectivity.TRANSIENT_FAILURE):
+            states.append(state)
+            answered.set()
+
+    channel.subscribe(watch, try_to_connect=True)
+    try:
+        answered.wait(timeout)
+    finally:
+        channel.unsubscribe(watch)
+        channel.close()
+    if not states:
+        raise DltraceError(f"cannot reach the Spark Connect server at {remote} (no answer within {timeout:g} s): "
+                           f"{CONNECT_HELP}")
+    if states[0] != grpc.ChannelConnectivity.READY:
+        raise DltraceError(f"cannot reach the Spark Connect server at {remote} (connection refused or failed): "
+                           f"{CONNECT_HELP}")
+
+
+def check_standalone_master(master: str, timeout: float = CONNECT_TIMEOUT) -> None:
+    """Fail in one line unless a ``spark://`` master (``spark://h1:p1,h2:p2`` for standby
+    masters) accepts a connection within ``timeout`` seconds: Spark's driver retries for a
+    minute and then fails with a Py4J stack trace."""
+    if not master.startswith("spark://"):
+        return
+    reasons = []
+    for address in master[len("spark://"):].split(","):
+        host, _, port = address.rpartition(":") if ":" in address else (address, "", str(STANDALONE_PORT))
+        try:
+            socket.create_connection((host, int(port)), timeout=timeout).close()
+            return
+        except ValueError:
+            raise BadInput(f"--master {master}: '{port}' is not a port number") from None
+        except TimeoutError:
+            reasons.append(f"{address}: no answer within {timeout:g} s")
+        except OSError as error:
+            reasons.append(f"{address}: {error.strerror or error}")
+    raise DltraceError(f"cannot reach the Spark master at {master} ({'; '.join(reasons)}): {MASTER_HELP}")
+
+
+def launch_failure(log_text: str) -> str | None:
+    r"""Spark's reason in what a JVM that failed to start wrote: the message of the last Java
+    exception (``spark-submit`` prints it above its stack trace), else None.
+
+    >>> launch_failure('WARNING: x\nException in thread "main" org.apache.spark.SparkException: Master must '
+    ...                'either be yarn or start with spark, k8s, or local\n\tat org.apache.spark.deploy.X(X.scala)')
+    'Master must either be yarn or start with spark, k8s, or local'
+    """
+    reasons = [m.group(1).strip() for line in log_text.splitlines() if (m := JAVA_EXCEPTION.match(line.strip()))]
+    return reasons[-1] if reasons else None
+
+
+def start_failure(reason: str, master: str, log_path: Path) -> DltraceError:
+    """A session that did not start, in one line: bad input when Spark refused the master URL."""
+    about_master = re.search(r"\bmaster\b", reason, re.IGNORECASE)
+    cls = BadInput if about_master else DltraceError
+    return cls(f"Spark did not start with master '{master}': {reason} (full log: {log_path})")
+
+
 def _embedded(master: str, settings: dict[str, str]):
-    """A JVM whose stdout/stderr go to a log file; its tail is shown if it fails to start."""
+    """A JVM whose stdout/stderr go to a log file; Spark's reason is shown if it fails to start."""
+    from py4j.protocol import Py4JJavaError
     from pyspark import SparkConf, SparkContext
     from pyspark.java_gateway import launch_gateway
     from pyspark.sql import SparkSession
 
     check_java()
+    check_standalone_master(master)
     # Python workers (the roBDD UDFs) must run this interpreter, with dltrace installed
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     log4j = Path(__file__).with_name("log4j2.properties")
@@ -108,11 +224,25 @@ def _embedded(master: str, settings: dict[str, str]):
         conf.set(key, value)
     log_path = jvm_log_path()
     with open(log_path, "ab") as log:
+        start = log.tell()
         try:
             gateway = launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log})
         except Exception as error:
-            tail = log_path.read_text(errors="replace").strip().splitlines()[-1:] or [str(error)]
-            raise DltraceError(f"Spark did not start: {tail[0]} (full log: {log_path})") from None
-    context = SparkContext(conf=conf, gateway=gateway)
-    context.setLogLevel("ERROR")
-    return SparkSession(context)
+            text = _written_since(log_path, start)
+            tail = text.strip().splitlines()[-1:] or [str(error)]
+            raise start_failure(launch_failure(text) or tail[0], master, log_path) from None
+    try:
+        context = SparkContext(conf=conf, gateway=gateway)
+        context.setLogLevel("ERROR")
+        return SparkSession(context)
+    except Py4JJavaError as error:
+        # a cluster that gave up on the application says why in the log, not in the exception
+        killed = KILLED.findall(_written_since(log_path, start))
+        message = str(error.java_exception.getMessage() or error.java_exception.toString()).strip()
+        raise start_failure(killed[-1] if killed else message.splitlines()[0], master, log_path) from None
+
+
+def _written_since(log_path: Path, start: int) -> str:
+    with open(log_path, "rb") as log:
+        log.seek(start)
+        return log.read().decode(errors="replace")

@@ -15,62 +15,71 @@ Reading an in-place table whose files changed since registration stops with ``So
 
 from __future__ import annotations
 
-import glob
 import os
-from pathlib import Path
+from urllib.parse import unquote
 
 from dltrace.errors import BadInput, SourceChanged
 from dltrace.ids import make_id
+from dltrace.storage import Location, glob, is_glob, location
 
 ID_COLUMN = "_dl_id"
-GLOB_CHARACTERS = frozenset("*?[")
 
 
-def is_glob(path: str | os.PathLike) -> bool:
-    return bool(GLOB_CHARACTERS & set(str(path)))
-
-
-def listed_files(source: str | os.PathLike) -> list[Path] | None:
+def listed_files(source: str | os.PathLike | Location) -> list[Location] | None:
     """The files a source names, as Spark lists them (a file; a directory's files without
-    the hidden ``_``/``.`` ones; a glob's matches), sorted by absolute path; None when it
-    holds directories (a partitioned layout, whose partition columns live in the paths)."""
-    source = Path(source)
+    the hidden ``_``/``.`` ones; a glob's matches), sorted by path; None when it holds
+    directories (a partitioned layout, whose partition columns live in the paths)."""
+    source = location(source, "source")
     if source.is_file():
-        return [source.absolute()]
+        return [source]
     if source.is_dir():
         children = [p for p in source.iterdir() if not p.name.startswith((".", "_"))]
     elif is_glob(source):
-        children = [Path(p) for p in glob.glob(str(source))]
+        children = glob(source)
     else:
         return None
     if any(not p.is_file() for p in children):
         return None
-    return sorted((p.absolute() for p in children), key=str)
+    return sorted(children, key=str)
 
 
-def file_records(spark, files: list[Path], first_row: int) -> list[dict]:
+def spark_uri_key(uri: str) -> str:
+    """A file URI as Spark names it, reduced to compare with ``str`` of its ``Location``:
+    ``file:/p`` and ``file:///p`` are the plain path ``/p`` (a local path is given to Spark
+    as such), and escapes are undone.
+
+    >>> spark_uri_key("file:/data/a%20b.parquet"), spark_uri_key("hdfs://nn:8020/d/x.parquet")
+    ('/data/a b.parquet', 'hdfs://nn:8020/d/x.parquet')
+    """
+    uri = unquote(uri)
+    if uri.startswith("file:"):
+        return "/" + uri[len("file:"):].lstrip("/")
+    return uri
+
+
+def file_records(spark, files: list[Location], first_row: int) -> list[dict]:
     """What the catalog keeps of each in-place file: its row count from the footer (no data
     read), size and modification time (to notice a change) and the URI Spark's
     ``_metadata.file_path`` gives it (from Spark's file index, which reads no data; the index
     writes a local file ``file:///p``, ``_metadata`` ``file:/p``)."""
-    from urllib.parse import unquote
-
     import pyarrow.parquet as pq
 
     uris = {}
     for uri in spark.read.parquet(*map(str, files)).inputFiles():
         if uri.startswith("file:///"):
             uri = "file:/" + uri[len("file:///"):]
-        uris[str(Path(unquote(uri.split(":", 1)[1])).absolute())] = uri
+        uris[spark_uri_key(uri)] = uri
     records = []
     for file in files:
         try:
-            rows = pq.ParquetFile(file).metadata.num_rows
+            with file.open() as handle:
+                rows = pq.ParquetFile(handle).metadata.num_rows
         except Exception as error:  # noqa: BLE001 - pyarrow's errors have no common base
             raise BadInput(f"cannot read the Parquet footer of {file}: {str(error).splitlines()[0]}") from None
-        stat = file.stat()
-        records.append({"path": str(file), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "rows": rows,
-                        "first_row": first_row, "uri": uris.get(str(file), "file:" + str(file))})
+        info = file.info()
+        key = spark_uri_key(str(file))
+        records.append({"path": str(file), "size": info.size, "mtime_ns": info.mtime_ns, "rows": rows,
+                        "first_row": first_row, "uri": uris.get(key, "file:" + key if file.local else str(file))})
         first_row += rows
     return records
 
@@ -93,13 +102,12 @@ def check_unchanged(catalog, name: str, version: int | None = None) -> None:
         return
     again = f"register it again (`dltrace register {name} {entry.source}`)"
     for record in files:
-        try:
-            stat = os.stat(record["path"])
-        except OSError:
+        info = location(record["path"], "source").info()
+        if not info.is_file:
             raise SourceChanged(
                 f"table {name} is registered in place and its file {record['path']} is gone: {again}"
-            ) from None
-        if (stat.st_size, stat.st_mtime_ns) != (record["size"], record["mtime_ns"]):
+            )
+        if (info.size, info.mtime_ns) != (record["size"], record["mtime_ns"]):
             raise SourceChanged(
                 f"table {name} is registered in place and its file {record['path']} changed since: {again}"
             )
@@ -175,7 +183,7 @@ def duckdb_rows_sql(catalog, name: str, version: int | None = None) -> str:
     """The same as ``table_rows``, as a DuckDB query (no dltrace needed to read it)."""
     entry, files = checked_files(catalog, name, version)
     if not files:
-        return f"SELECT * FROM read_parquet('{catalog.data_path(name, version)}/*.parquet')"
+        return f"SELECT * FROM read_parquet('{os.fspath(catalog.data_path(name, version))}/*.parquet')"
 
     def quote(text: str) -> str:
         return "'" + text.replace("'", "''") + "'"
@@ -188,7 +196,7 @@ def duckdb_rows_sql(catalog, name: str, version: int | None = None) -> str:
     )
 
 
-def read_parquet(spark, path: Path, schema: dict[str, str] | None = None):
+def read_parquet(spark, path: Location, schema: dict[str, str] | None = None):
     """Parquet with a known schema: given one, Spark skips the job that infers it from the
     files' footers (a noticeable part of a sub-second lookup)."""
     reader = spark.read

@@ -5,7 +5,9 @@ tables its lineage reaches, through the saved results it read too): that lineage
 table's ids, and explain and impact would lose them.  ``--force`` drops anyway.  The table's
 code is retired, never given to another table, so that ids in saved lineage can never name
 another table's rows.  The catalog is
-rewritten first (the commit), then the data of every version and its key indexes deleted.
+rewritten first (the commit), then the data of every version and its key indexes deleted
+(renamed away first where renames are atomic, so that a killed drop leaves only what
+``dltrace.recovery`` sweeps).
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import os
-import shutil
 import sys
 import time
 from dataclasses import asdict
@@ -59,13 +60,14 @@ def drop_table(catalog: Catalog, name: str, force: bool = False) -> TableEntry:
     catalog.retired_codes.append(entry.code)
     catalog.save()
     trash = catalog.directory / "tables" / f".dropped-{name}-{os.getpid()}-{time.time_ns()}"
-    trash.mkdir(parents=True)
-    indexes = catalog.directory / "indexes"
     data = [catalog.directory / path for path in entry.version_paths().values()]
-    for path in [*data, *(indexes.glob(f"{name}-v*-key-*.parquet") if indexes.is_dir() else [])]:
-        if path.exists():
-            os.replace(path, trash / f"{path.parent.name}-{path.name}")
-    shutil.rmtree(trash, ignore_errors=True)
+    for path in [*data, *(catalog.directory / "indexes").glob(f"{name}-v*-key-*.parquet")]:
+        if not path.atomic_rename:
+            path.remove()
+        elif path.exists():
+            trash.mkdir()
+            path.rename(trash / f"{path.parent.name}-{path.name}")
+    trash.remove()
     return entry
 
 
@@ -96,5 +98,5 @@ def run_tables(catalog: Catalog, args: argparse.Namespace) -> int:
         for name, entry in sorted(catalog.tables.items())
     ]
     write_table(records, columns, catalog, sys.stdout)
-    print(f"({len(records)} tables in catalog {catalog.directory.resolve()})")
+    print(f"({len(records)} tables in catalog {catalog.directory})")
     return 0

@@ -22,13 +22,13 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 from sqlglot import exp
 
 from dltrace.catalog import NAME_PATTERN, Catalog
 from dltrace.errors import BadInput, CatalogError
 from dltrace.recovery import write_json_atomically
+from dltrace.storage import Location
 
 DIRECTORY = "views"
 
@@ -48,12 +48,12 @@ class ViewStore:
     def __init__(self, catalog: Catalog) -> None:
         self.directory = catalog.directory / DIRECTORY
 
-    def _file(self, name: str) -> Path:
+    def _file(self, name: str) -> Location:
         return self.directory / f"{name.lower()}.json"
 
     def all(self) -> dict[str, View]:
         views = {}
-        for file in sorted(self.directory.glob("*.json")) if self.directory.exists() else []:
+        for file in self.directory.glob("*.json"):
             try:
                 view = View(**json.loads(file.read_text()))
             except (OSError, ValueError, TypeError) as error:

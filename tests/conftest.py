@@ -13,7 +13,13 @@ starts a JVM fails, so a missing mark shows at once.
 from __future__ import annotations
 
 import os
+import signal
+import socket
+import subprocess
+import sys
+import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -91,6 +97,67 @@ def tpch_copy(tpch: LineageSession, tmp_path_factory, name: str) -> LineageSessi
     directory = tmp_path_factory.mktemp(name) / "catalog"
     shutil.copytree(tpch.catalog.directory, directory, ignore=shutil.ignore_patterns("results", "indexes"))
     return LineageSession(directory, spark=tpch.spark)
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def stop_process_group(process: subprocess.Popen) -> None:
+    """Stop a process started with ``start_new_session`` and whatever it started, by its id:
+    SIGTERM, then SIGKILL if it is still there after 30 s."""
+    for sig, wait in ((signal.SIGTERM, 30), (signal.SIGKILL, 10)):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            process.wait(wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+@pytest.fixture(scope="module")
+def connect_server(tmp_path_factory) -> Iterator[str]:
+    """A real Spark Connect server on 127.0.0.1 (its jar ships in pyspark's ``jars/``): its
+    ``sc://`` URL.  Started as ``start-connect-server.sh`` starts one, through ``spark-submit``,
+    but in a process group of its own in the foreground, so that it is stopped by its process id
+    when the module using it is done (not at the end of the run: a JVM idling for the rest of
+    the suite holds memory the other tests' JVM may need); its working directory is not the
+    tests' (a relative catalog path resolved there would be another directory)."""
+    home = tmp_path_factory.mktemp("connect-server")
+    port = free_port()
+    command = [
+        str(Path(sys.executable).parent / "spark-submit"),
+        "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
+        "--master", "local[2]", "--driver-memory", "1g",
+        "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
+        "--conf", f"spark.connect.grpc.binding.port={port}",
+        "--conf", "spark.sql.shuffle.partitions=4", "--conf", "spark.ui.enabled=false",
+    ]
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}  # its Python workers (roBDD UDFs) import dltrace
+    env.pop("SPARK_REMOTE", None)
+    with open(home / "server.log", "wb") as log:
+        server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=home, env=env,
+                                  start_new_session=True)
+    try:
+        deadline = time.monotonic() + 300
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=5).close()
+                break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    tail = (home / "server.log").read_text(errors="replace")[-2000:]
+                    raise RuntimeError(f"the Spark Connect server did not start: {tail}") from None
+                time.sleep(1)
+        yield f"sc://127.0.0.1:{port}"
+    finally:
+        stop_process_group(server)
 
 
 FUZZ_CASES = pytest.StashKey[Counter]()

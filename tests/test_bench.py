@@ -171,3 +171,26 @@ def test_space_report_counts_whole_dls_and_compares_writer_options(tpch, tmp_pat
     assert "| q11 |" in text and "bytes/id, Spark defaults" in text and "impact s, Spark defaults" in text
     space.draw(tmp_path / "space.png", [q11], "space")
     assert (tmp_path / "space.png").read_bytes().startswith(PNG_MAGIC)
+
+
+@pytest.mark.parametrize("name", ["s1", "s8"])
+def test_ids_mode_is_the_lineage_plan_without_the_array(tpch, name):
+    """``ids`` carries each occurrence's ``_dl_id`` as a column of its own: per row, exactly the
+    ids of its DL (same rows, same plan), so comparing it with ``set`` isolates the array."""
+    from tpch.bench import ids_only_sql
+
+    query = load(name)
+    ids = tpch.run(ids_only_sql(tpch, query))
+    id_columns = [c for c in ids.columns if c.startswith("__id")]
+    outputs = [c for c in ids.columns if c not in id_columns]
+    lineage = tpch.sql(query)
+    got = sorted((tuple(row[c] for c in outputs), tuple(sorted({row[c] for c in id_columns}))) for row in ids.collect())
+    want = sorted((tuple(row[c] for c in outputs), tuple(row.DL)) for row in lineage.collect())
+    assert got and got == want
+
+
+def test_ids_mode_refuses_aggregates(tpch):
+    from tpch.bench import ids_only_sql
+
+    with pytest.raises(CannotRun, match="not an SPJ query"):
+        ids_only_sql(tpch, load("q3"))

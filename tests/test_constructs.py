@@ -47,6 +47,9 @@ CONSTRUCTS = {
                  "where state = 'NY') d on d.s_id = s.s_id",
     "semi_join": "select d.s_name from store d left semi join sales s on s.s_id = d.s_id and s.num > 2000",
     "anti_join": "select d.s_name from store d left anti join sales s on s.s_id = d.s_id and s.num > 2000",
+    "distinct_over_aggregates": "select distinct count(*) as n from sales group by s_id",
+    "regroup_rows_in_several_groups": "select n, count(*) as c from (select s.i_id, count(*) as n from store d join "
+                                      "sales s on s.s_id = d.s_id group by s.i_id) x group by n",
     "union_distinct": "select s_name as name from store union select s_name from store where state = 'CA'",
     "intersect": "select category from item intersect select category from item where i_id > 3",
     "except": "select category from item except select category from item where i_id <= 2",
@@ -55,6 +58,11 @@ CONSTRUCTS = {
     "cte_twice": "with big as (select * from sales where num > 1000) select a.t_id, b.t_id as t2 from big a join big b "
                  "on a.s_id = b.s_id and a.t_id < b.t_id",
     "case_and_functions": "select upper(i_name) as n, case when category = 'clothing' then 1 else 0 end as c from item",
+    "group_by_key_and_pinned_columns": "select s.t_id, d.s_name, i.category, sum(s.num) as n from sales s "
+                                       "join store d on d.s_id = s.s_id join item i on i.i_id = s.i_id "
+                                       "group by s.t_id, d.s_name, i.category having d.s_name <> 'Nowhere'",
+    "group_by_key_ordered": "select d.s_id, upper(d.city) as city, sum(s.num) as n from store d join sales s "
+                            "on s.s_id = d.s_id group by d.s_id, d.s_name, d.city order by d.s_name desc, d.s_id",
 }
 
 
@@ -155,3 +163,27 @@ def test_subquery_whose_tables_contribute_no_ids():
     query = parse(CONSTRUCTS["in_uncorrelated"])
     sql = rewrite(query, PAPER_SCHEMA, PAPER_CODES, id_source=item_only).sql(dialect="spark")
     assert "ARRAY(item._dl_id) AS DL" in sql
+
+
+def test_grouping_by_a_key_and_what_it_pins_groups_by_the_key_alone(paper):
+    """The lineage query groups by the key and reads the columns the key's row pins with
+    ANY_VALUE (the same groups, a cheaper sort); not across an outer join, where padded
+    rows share a NULL key, nor under a window."""
+    narrowed = paper.rewrite(CONSTRUCTS["group_by_key_ordered"])
+    assert "d.s_id AS s_id, UPPER(ANY_VALUE(d.city)) AS city" in narrowed
+    assert "GROUP BY d.s_id ORDER BY ANY_VALUE(d.s_name) DESC, s_id" in narrowed
+    assert "GROUP BY s.t_id HAVING ANY_VALUE(d.s_name) <> 'Nowhere'" in paper.rewrite(
+        CONSTRUCTS["group_by_key_and_pinned_columns"]
+    )
+    outer = (
+        "select d.s_id, d.s_name, count(s.t_id) as n from store d left join sales s on s.s_id = d.s_id "
+        "group by d.s_id, d.s_name"
+    )
+    assert "GROUP BY d.s_id, d.s_name" in paper.rewrite(outer)
+    windowed = (
+        "select d.s_id, d.s_name, rank() over (order by d.s_name) as r, count(*) as n from store d "
+        "join sales s on s.s_id = d.s_id group by d.s_id, d.s_name"
+    )
+    assert "GROUP BY d.s_id, d.s_name" in paper.rewrite(windowed)
+    query = CONSTRUCTS["group_by_key_ordered"]
+    assert [r[:-1] for r in paper.sql(query).collect()] == [tuple(r) for r in paper.sql(query, lineage=False).collect()]

@@ -3,33 +3,46 @@ and data, byte for byte as ``tests/fixtures/golden/<repr>-<semantics>/<query>.sq
 
 It guards restructurings of the rewriter: a change of the generated SQL must be deliberate
 (``python -m tests.test_golden_sql`` writes the current SQL; read the diff, and explain
-every change).  The queries are rewritten as ``LineageSession.lineage_expression`` does for a
-catalog of TPC-H at SF 1 (codes in registration order, the SF 1 row counts and the
-registered keys), from a schema dict: no catalog, no data, no Spark.
+every change).  The queries are rewritten by the function ``LineageSession.lineage_expression``
+calls, ``engine.rewrite_over_catalog``, for a catalog of TPC-H at SF 1 (codes in registration
+order, the SF 1 row counts and the registered keys), from a schema dict: no catalog, no
+data, no Spark.
 """
 
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from dltrace import rewriter
 from dltrace.datasets import REGISTRATION, ROWS_SF1, SCHEMA, TABLES
+from dltrace.engine import rewrite_over_catalog
 from tests.sql_fixtures import FIXTURES
 from tpch.queries import SPJ, TPCH, load
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = FIXTURES / "golden"
 MODES = [(representation, semantics) for representation in ("set", "bdd") for semantics in ("control", "data")]
-CODES = {table: code for code, table in enumerate(TABLES, 1)}  # as registration in TABLES order numbers them
-KEYS = {table: list(plan.key) for table, plan in REGISTRATION.items()}
+
+
+@dataclass(frozen=True)
+class Table:
+    """What the catalog would record of a registered TPC-H table at SF 1."""
+
+    code: int
+    rows: int
+    key: list[str] | None
+
+
+# codes as registration in TABLES order numbers them
+TPCH_SF1 = {table: Table(code, ROWS_SF1[table], list(REGISTRATION[table].key)) for code, table in enumerate(TABLES, 1)}
 
 
 def lineage_sql(name: str, representation: str, semantics: str) -> str:
-    expression = rewriter.rewrite(rewriter.parse(load(name)), SCHEMA, CODES, representation, semantics,
-                                  table_rows=dict(ROWS_SF1), table_keys=KEYS)
+    expression = rewrite_over_catalog(rewriter.parse(load(name)), TPCH_SF1, SCHEMA, {}, semantics, representation)
     return expression.sql(dialect="spark") + "\n"
 
 

@@ -274,3 +274,38 @@ def test_the_oracles_duckdb_answers_correlated_exists_with_two_inequalities():
     db.execute("CREATE TABLE b AS SELECT 10 AS t, 4 AS k, 1200 AS n")
     query = "SELECT t FROM a WHERE EXISTS (SELECT 1 FROM b WHERE b.k = a.k AND b.t <> a.t AND b.n > a.n)"
     assert db.execute(query).fetchall() == [(11,)]
+
+
+def test_a_bug_in_dltrace_is_one_line_with_its_traceback_in_a_file(capsys, monkeypatch, tmp_path):
+    """The front door never shows a stack trace, not even for dltrace's own bugs."""
+    import dltrace.cli
+
+    def broken(args):
+        raise KeyError("a bug")
+
+    monkeypatch.setattr(dltrace.cli, "run", broken)
+    code, _, err = cli(capsys, "tables", "--catalog", str(tmp_path / "c"))
+    line = one_line(err)
+    assert code == 1
+    assert line.startswith("dltrace: error: internal error (a bug in dltrace, please report it): KeyError")
+    traceback_file = Path(line.rsplit("traceback in ", 1)[1])
+    assert "raise KeyError" in traceback_file.read_text()
+    traceback_file.unlink()
+
+
+def test_spark_out_of_memory_is_one_line_saying_what_to_do(tmp_path):
+    """A task out of memory stops local Spark's whole JVM: Python sees the connection go, and
+    the reason is only in the JVM's log."""
+    from py4j.protocol import Py4JNetworkError
+
+    from dltrace.errors import unexpected_error
+
+    log = tmp_path / "spark.log"
+    log.write_text("ERROR Executor: Exception in task 0.0\njava.lang.OutOfMemoryError: Java heap space\n")
+    gone = unexpected_error(Py4JNetworkError("Answer from Java side is empty"), str(log), "8g")
+    assert str(gone).startswith("Spark ran out of memory: the lineage is too large")
+    assert "SPARK_DRIVER_MEMORY" in str(gone) and "now 8g" in str(gone) and gone.exit_code == 1
+    log.write_text("INFO all is well\n")
+    died = unexpected_error(Py4JNetworkError("Answer from Java side is empty"), str(log))
+    assert str(died).startswith("Spark's JVM stopped unexpectedly") and str(log) in str(died)
+    assert "out of memory" in str(unexpected_error(RuntimeError("java.lang.OutOfMemoryError: GC overhead")))

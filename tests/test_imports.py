@@ -124,3 +124,27 @@ def test_cycles_are_found():
     assert cycles(graph) == [["a", "b", "c"]]
     assert a_cycle(graph, ["a", "b", "c"]) == ["a", "b", "c", "a"]
     assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_impact_and_granularity_stand_on_the_engine_interface_not_the_session():
+    """``impact/`` and ``granularity/`` are written against ``engine.Engine``, which
+    ``LineageSession`` provides; they never import the session (the command line over its
+    public API, ``impact/commands.py``, takes the session it is given)."""
+    import inspect
+
+    from dltrace.engine import Engine
+    from dltrace.session import LineageSession
+
+    graph = import_graph()
+    below = [name for name in graph if name.startswith(("dltrace.impact", "dltrace.granularity"))]
+    assert below and not [name for name in below if "dltrace.session" in graph[name]]
+    members = [name for name in vars(Engine) if not name.startswith("_")] + list(Engine.__annotations__)
+    assert set(members) == {"catalog", "spark", "run", "expand", "traceable_on_values", "lineage_expression"}
+    for name in members:
+        if name == "catalog":
+            continue  # an instance attribute
+        provided = getattr(LineageSession, name)
+        if isinstance(provided, property):
+            continue
+        wanted = inspect.signature(getattr(Engine, name)).parameters
+        assert inspect.signature(provided).parameters.keys() == wanted.keys(), name

@@ -144,6 +144,69 @@ def test_saved_lineage_and_row_numbers_are_not_query_columns(pipelines):
         pipelines.sql("select c_nationkey, DL from cols_by_nation")
 
 
+def test_rows_over_several_partitions_are_numbered_in_result_order(pipelines):
+    """``_row`` follows the ORDER BY across the sorted partitions, densely from 0, when a
+    save's rows are spread over several of them (numbered as they are written)."""
+    query = "select o_orderkey, o_totalprice from orders order by o_totalprice desc, o_orderkey"
+    spark = pipelines.spark
+    spark.conf.set("spark.sql.adaptive.coalescePartitions.enabled", "false")  # keep the 4 range partitions
+    try:
+        frame = pipelines.sql(query)
+        assert frame.rdd.getNumPartitions() > 1
+        saved = pipelines.save(frame, "numbered_orders")
+    finally:
+        spark.conf.unset("spark.sql.adaptive.coalescePartitions.enabled")
+    rows = pipelines.result("numbered_orders").collect()
+    assert saved.rows == len(rows) == 15000
+    assert [r._row for r in rows] == list(range(len(rows)))
+    assert [(r.o_totalprice, r.o_orderkey) for r in rows] == sorted(((r.o_totalprice, r.o_orderkey) for r in rows),
+                                                                    key=lambda v: (-v[0], v[1]))
+
+
+def test_a_step_is_disjoint_when_each_rows_group_is_pinned_by_keys():
+    """Lineitems grouped by their customer: each order's and lineitem's row pins the group (by
+    key equalities), so no id is in two rows' DLs, and a step reading them needs no
+    deduplication.  Grouped by order, a customer's id is in several rows; ROLLUP puts every
+    row into several groups."""
+    from dltrace.rewriter import DISJOINT_ROWS, SavedLineage, parse, rewrite
+
+    schemas = {"customer": {"c_custkey": "bigint", "c_nationkey": "bigint"},
+               "orders": {"o_orderkey": "bigint", "o_custkey": "bigint"},
+               "lineitem": {"l_orderkey": "bigint", "l_linenumber": "int", "l_quantity": "int"},
+               "custqty": {"c_nationkey": "bigint", "qty": "bigint"}}
+    codes = {"customer": 1, "orders": 2, "lineitem": 3}
+    keys = {"customer": ["c_custkey"], "orders": ["o_orderkey"], "lineitem": ["l_orderkey", "l_linenumber"]}
+    step = ("select {}, sum(l_quantity) as qty from customer join orders on c_custkey = o_custkey "
+            "join lineitem on l_orderkey = o_orderkey group by {}")
+    groups = ("c_custkey, c_nationkey", "c_nationkey", "o_orderkey", "l_quantity", "rollup(c_custkey)")
+    disjoint = {group: rewrite(parse(step.format(group.removeprefix("rollup"), group)), schemas, codes,
+                               table_keys=keys).meta[DISJOINT_ROWS] for group in groups}
+    assert disjoint == {"c_custkey, c_nationkey": True, "c_nationkey": True, "o_orderkey": False, "l_quantity": False,
+                        "rollup(c_custkey)": False}
+    read = "select c_nationkey, sum(qty) as qty from custqty group by c_nationkey"
+    for saved_disjoint, distinct in ((True, False), (False, True)):
+        saved = {"custqty": SavedLineage(frozenset(codes), saved_disjoint)}
+        text = rewrite(parse(read), schemas, codes, table_keys=keys, saved=saved).sql(dialect="spark")
+        assert ("ARRAY_DISTINCT" in text) is distinct, text
+
+
+def test_rollup_steps_keep_every_groups_lineage(pipelines):
+    """A ROLLUP total row holds the ids of every row it sums (not one customer's id), and a
+    step reading rows that share ids deduplicates them."""
+    step = ("select c_custkey, count(*) as orders from customer join orders on c_custkey = o_custkey "
+            "where c_nationkey = 3 group by rollup(c_custkey)")
+    steps = [("custorders", step)]
+    final = "select count(*) as n, sum(orders) as orders from custorders"
+    script, final_query = script_of(steps, final, "rollup_")
+    through_steps = pipelines.run_script(script + final_query)[-1].frame.collect()
+    assert bag(through_steps) == bag(pipelines.sql(inlined(steps, final)).collect())
+    assert not pipelines.store.get("rollup_custorders").disjoint
+    rows = pipelines.result("rollup_custorders").collect()
+    total = [r for r in rows if r.c_custkey is None]
+    assert len(total) == 1 and sorted(total[0].DL) == sorted({i for r in rows if r.c_custkey is not None for i in r.DL})
+    assert lineage_ids(through_steps[0].DL) == sorted(total[0].DL)
+
+
 # --- impact across every result, explain through steps ------------------------------------
 
 

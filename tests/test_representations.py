@@ -10,7 +10,7 @@ import pytest
 
 from dltrace.bddsets import bytes_from_ids, ids_from_bytes
 from dltrace.formatting import lineage_ids
-from dltrace.udafs import contains_any_column, count_column, ids_column, union_column
+from dltrace.udafs import ids_column, union_column
 from tests.test_constructs import CONSTRUCTS
 from tests.test_paper import Q1, Q4
 from tpch.queries import SPJ, TPCH, load
@@ -59,7 +59,4 @@ def test_union_udf_edge_cases():
     out = union_column(sets, ids)
     assert [ids_from_bytes(b).tolist() for b in out.to_pylist()] == [
         [1, 5, 6, 7], [], [3], [5, 6, 7, 1 << 62], [(1 << 63) - 1]]
-    assert ids_column(out).to_pylist()[0] == [1, 5, 6, 7]
-    assert count_column(out).to_pylist() == [4, 0, 1, 4, 1]
-    probes = pa.array([[3, 6]] * 5, type=pa.list_(pa.int64()))
-    assert contains_any_column(out, probes).to_pylist() == [True, False, True, True, False]
+    assert ids_column(out).to_pylist() == [[1, 5, 6, 7], [], [3], [5, 6, 7, 1 << 62], [(1 << 63) - 1]]

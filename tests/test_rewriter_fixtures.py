@@ -1,9 +1,8 @@
 """The rewrite rules, one fixture file each: SQL in, lineage SQL out, over the paper's schema.
 
-``tests/fixtures/rewriter/<module>.sql`` holds the cases of the rule in
-``dltrace/rewriter/<module>.py`` (format: ``tests/sql_fixtures.py``).  Rules cannot run
-alone yet, so each case runs the whole rewriter (``rewriter.rewrite``) and the file says
-which rule the cases are about.  Options of a case:
+``tests/fixtures/rewriter/<module>.sql`` holds the cases of the rules in
+``dltrace/rewriter/<module>.py`` (format: ``tests/sql_fixtures.py``).  A case runs the whole
+rewriter (``rewriter.rewrite``) unless it says which rules to run.  Options of a case:
 
 * ``semantics: control | data`` (default control), ``repr: set | bdd | auto`` (default set);
 * ``keys: paper`` (store.s_id, item.i_id, sales.t_id) or ``keys: t=a+b, u=c``: declared keys;
@@ -13,6 +12,8 @@ which rule the cases are about.  Options of a case:
 * ``view: name AS query``: a view, inlined as a CTE as ``LineageSession`` does;
 * ``output: shared``: also the result with shared lineage held apart (``meta[SHARED]``: the
   rows' query, then each shared set) and ``meta[DISJOINT_ROWS]``;
+* ``only: qualify, distinct``: run only these rules (each in its phase), to see what one
+  rule does on its own; ``without: semi_join_reduction``: all rules but these;
 * ``wrong: why``: the rewriter gets this case wrong today; the expected statements say what
   it should give (the case is a strict xfail, and writing fixtures leaves it alone).
 
@@ -35,10 +36,10 @@ from dltrace.views import inline
 from tests.sql_fixtures import FIXTURES, Case, read_cases, write_cases
 
 DIRECTORY = FIXTURES / "rewriter"
-OPTIONS = frozenset({"semantics", "repr", "keys", "rows", "ids", "saved", "view", "output", "wrong"})
+OPTIONS = frozenset({"semantics", "repr", "keys", "rows", "ids", "saved", "view", "output", "only", "without", "wrong"})
 PAPER_KEYS = {"store": ["s_id"], "item": ["i_id"], "sales": ["t_id"]}
 SAVED = re.compile(r"(\w+)\(([^)]*)\)\s+tables=([\w,]*)((?:\s+\w+(?:=\d+)?)*)$")
-RULES = (*rewriter.PREPARE, *rewriter.SELECT_RULES, *rewriter.SET_OPERATION_RULES, rewriter.output)
+RULES = tuple(rule for phase in rewriter.RULES for rule in phase.rules)
 
 
 def fixture_files() -> list[Path]:
@@ -56,6 +57,10 @@ def parameters() -> list:
 
 def pairs(text: str | None) -> dict[str, str]:
     return dict(part.strip().split("=", 1) for part in (text or "").split(",") if part.strip())
+
+
+def names(text: str) -> list[str]:
+    return [name.strip() for name in text.split(",") if name.strip()]
 
 
 def rewritten(case: Case) -> list[str]:
@@ -80,12 +85,17 @@ def rewritten(case: Case) -> list[str]:
     for text in case.options.get("view", []):
         name, _, query = text.partition(" AS ")
         views[name.strip().lower()] = query
+    rules = rewriter.RULES
+    if case.option("only"):
+        rules = rewriter.only(*names(case.option("only")))
+    if case.option("without"):
+        rules = rewriter.without(*names(case.option("without")), rules=rules)
     try:
         expression = inline(parse(case.input), views.get)
         result = rewriter.rewrite(
             expression, schemas, PAPER_CODES, case.option("repr", "set"), case.option("semantics", "control"),
             id_source=tagged_row_ids if case.option("ids") == "tagged" else None,
-            table_rows=rows or None, table_keys=keys or None, saved=saved,
+            table_rows=rows or None, table_keys=keys or None, saved=saved, rules=rules,
         )
     except DltraceError as error:
         return [f"ERROR {type(error).__name__}: {error}"]

@@ -102,7 +102,7 @@ def test_impact_tests_a_shared_set_once_and_equals_reevaluation(shared, query):
     in_shared_only = next(i for i in shared_ids if i not in own_ids)
     whole = {r[ROW]: set(r[DL]) for r in shared.result(saved.name).collect()}
     # Q11's rows have no own ids: its HAVING subquery reads the very rows it groups, so the
-    # shared set holds them all (subquery_copies.reads_same_rows)
+    # shared set holds them all (uncorrelated_copies.mark_subsuming_copies)
     sources = [(bad_row_in(shared, i), {i}) for i in (in_shared_only, *sorted(own_ids)[:1])]
     table, predicate = MANY_BAD[query].split(" WHERE ")
     many = {r[0] for r in shared.run(f"select _dl_id from {table} where {predicate}").collect()}

@@ -45,10 +45,12 @@ from tpch.harness import (
     write_report,
 )
 
-MODES = ["original", "set", "bdd", "auto", "reverse-one", "reverse-all", "perm"]
+MODES = ["original", "ids", "set", "bdd", "auto", "reverse-one", "reverse-all", "perm"]
 FORWARD = ["set", "bdd", "auto"]
 DESCRIPTIONS = {
     "original": "the query without lineage (qualified like the lineage query).",
+    "ids": "SPJ only: the lineage query's plan with each table occurrence's `_dl_id` as a column of its own and "
+           "no `DL` array: what reading and moving the id columns costs by itself.",
     "set": "dltrace, lineage sets as sorted `array<bigint>` (the paper's *set*).",
     "bdd": "dltrace, lineage sets as roBDDs (the paper's *bdd*).",
     "auto": "dltrace, representation chosen per query.",
@@ -84,6 +86,9 @@ def spark_modes(session, names: list[str], scratch: Path) -> list[Mode]:
     def forward(representation: str) -> Callable[[str, str], Runner]:
         return lambda name, query: dataframe(lambda: session.sql(query, repr=representation))
 
+    def ids(name: str, query: str) -> Runner:
+        return dataframe(lambda: session.run(ids_only_sql(session, query)))
+
     def reverse(trace: Callable, mode: str) -> Callable[[str, str], Runner]:
         def prepare(name: str, query: str) -> Runner:
             shape = baselines.shape_of(session, query)
@@ -104,12 +109,34 @@ def spark_modes(session, names: list[str], scratch: Path) -> list[Mode]:
 
     preparers = {
         "original": original,
+        "ids": ids,
         **{representation: forward(representation) for representation in FORWARD},
         "reverse-one": reverse(baselines.reverse_one, "reverse-one"),
         "reverse-all": reverse(baselines.reverse_all, "reverse-all"),
         "perm": perm,
     }
     return [Mode(name, preparers[name]) for name in names]
+
+
+def ids_only_sql(session, query: str) -> str:
+    """The lineage query of an SPJ query with its ``DL`` replaced by the ``_dl_id`` columns it
+    is built from, one column each: the same plan, less the array (``CannotRun`` otherwise)."""
+    from sqlglot import exp
+
+    from dltrace.rewriter.aggregate import is_aggregate
+
+    expression = session.lineage_expression(query)
+    spj = isinstance(expression, exp.Select) and not is_aggregate(expression)
+    dl = next((p for p in expression.expressions if p.alias_or_name == "DL"), None) if spj else None
+    arrays = {"array", "concat", "sort_array", "array_distinct"}  # how a row's ids become DL; nothing else
+    if dl is None or dl.find(exp.AggFunc, exp.Subquery, exp.Window) or any(
+        function.name.lower() not in arrays for function in dl.find_all(exp.Anonymous)
+    ):
+        raise CannotRun("not an SPJ query: its DL is more than the joined rows' ids")
+    ids = [column.copy() for column in dl.find_all(exp.Column) if column.name == "_dl_id"]
+    dl.replace(ids[0].as_("__id0"))
+    expression.select(*(column.as_(f"__id{i}") for i, column in enumerate(ids[1:], 1)), copy=False)
+    return expression.sql(dialect="spark")
 
 
 def checked_modes(text: str) -> list[str]:
@@ -132,6 +159,7 @@ def run_bench(
     figures: list[Figure],
     targets: list[Target],
     timeout: float | None = DEFAULT_TIMEOUT,
+    warm_up: bool = True,
 ) -> Path:
     """Measure ``queries`` in ``modes`` and write ``out/report.md`` with its figures; returns its path."""
     if repeat < 1:
@@ -141,7 +169,7 @@ def run_bench(
     scratch = out / "scratch"
     try:
         results = measure(queries, spark_modes(session, modes, scratch), repeat, timeout,
-                          spark.sparkContext.cancelAllJobs)
+                          spark.sparkContext.cancelAllJobs, warm_up=warm_up)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     load_after = os.getloadavg()
@@ -151,7 +179,8 @@ def run_bench(
         *context,
         "",
         f"* ran {time.strftime('%Y-%m-%d %H:%M', time.localtime(started))} for {(time.time() - started) / 60:.1f} min; "
-        f"{repeat} timed repetition(s) after a warm-up pass, modes interleaved, median reported"
+        f"{repeat} timed repetition(s){' after a warm-up pass' if warm_up else ', no warm-up pass'}, "
+        "modes interleaved, median reported"
         + (f"; a run is stopped after {timeout:g} s" if timeout else ""),
         f"* machine: {os.cpu_count()} cores; load average (1/5/15 min) before "
         f"{'/'.join(f'{v:.2f}' for v in load_before)}, after {'/'.join(f'{v:.2f}' for v in load_after)}, "
@@ -160,8 +189,25 @@ def run_bench(
         f"shuffle partitions {spark.conf.get('spark.sql.shuffle.partitions')}, "
         f"driver memory {conf.get('spark.driver.memory', 'default')}, "
         f"AQE {spark.conf.get('spark.sql.adaptive.enabled')}",
+        f"* peak memory: {peak_memory(spark)}",
     ]
     return write_report(out, results, title, context, DESCRIPTIONS, figures, targets)
+
+
+def peak_memory(spark) -> str:
+    """The highest resident memory of the JVM (driver and, in local mode, executors) and of
+    this Python process so far, from ``/proc`` (Linux)."""
+    import resource
+
+    python = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB -> GiB
+    try:
+        pid = spark._jvm.java.lang.ProcessHandle.current().pid()
+        status = Path(f"/proc/{pid}/status").read_text()
+        jvm = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:")) / 2**20
+    except (OSError, StopIteration, AttributeError):
+        return f"Python {python:.2f} GiB (the JVM's is not readable here)"
+    heap = spark.sparkContext.getConf().get("spark.driver.memory", "1g")
+    return f"JVM {jvm:.2f} GiB (heap limit {heap}), Python {python:.2f} GiB"
 
 
 def forward_targets(modes: list[str], spj: list[str], tpch: list[str]) -> list[Target]:
@@ -214,6 +260,12 @@ def add_parser(commands) -> None:
     bench.add_argument("--out", type=Path, default=Path("bench-results/tpch"), help="report directory")
     bench.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds before a run is stopped")
     bench.add_argument("--catalog", help="catalog directory (default data/catalog-tpch-sfSF)")
+    bench.add_argument("--no-warm-up", dest="warm_up", action="store_false",
+                       help="skip the warm-up pass (at SF 10 a run lasts minutes; JIT warm-up is noise beside it)")
+    bench.add_argument("--in-place", action="store_true",
+                       help="register the tables in place (ids in file order, no copy; what SF 10 needs)")
+    bench.add_argument("--shuffle-partitions", type=int,
+                       help="spark.sql.shuffle.partitions (default: dltrace's 8, times the SF above 1)")
 
 
 def main(args: argparse.Namespace, catalog: Path) -> int:
@@ -225,8 +277,10 @@ def main(args: argparse.Namespace, catalog: Path) -> int:
     queries = selected_queries(args.queries)
     modes = checked_modes(args.modes)
     session = LineageSession(catalog)
+    partitions = args.shuffle_partitions or max(8, round(8 * args.sf))
+    session.spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
     log(f"TPC-H SF {args.sf:g}: data and registration (cached after the first run)")
-    register_tpch(session, args.sf, Path("data"), progress=log)
+    register_tpch(session, args.sf, Path("data"), progress=log, in_place=args.in_place)
     figures = [
         Figure("figure4-aspj.png", f"TPC-H queries (the paper's Figure 4), SF {args.sf:g}",
                [Panel("TPC-H Q1-Q22 (ASPJ)", [q for q in TPCH if q in queries])]),
@@ -238,6 +292,6 @@ def main(args: argparse.Namespace, catalog: Path) -> int:
                        f"Forward lineage vs. baselines, TPC-H SF {args.sf:g}",
                        [f"`python -m tpch {' '.join(sys.argv[1:])}`: catalog `{catalog}`, {len(queries)} queries, "
                         f"modes {', '.join(modes)}.", "", PAPER_NOTE],
-                       figures, targets, args.timeout)
+                       figures, targets, args.timeout, args.warm_up)
     print(report)
     return 0

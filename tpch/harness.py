@@ -112,6 +112,19 @@ def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
+def cpu_seconds(spark) -> float | None:
+    """CPU seconds used so far by this process and, with embedded Spark, its JVM (where the
+    tasks run), from ``/proc``: a measure other work on the machine does not inflate the
+    way it inflates wall time (None where the JVM is not local or not readable)."""
+    own = os.times()
+    try:
+        pid = spark._jvm.java.lang.ProcessHandle.current().pid()
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, AttributeError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK") + own.user + own.system
+
+
 def execute(frame) -> None:
     """Run a DataFrame to completion without bringing a row to the driver."""
     frame.write.format("noop").mode("overwrite").save()
@@ -130,8 +143,10 @@ def measure(
     timeout: float | None = None,
     interrupt: Callable[[], None] | None = None,
     progress: Callable[[str], None] = log,
+    warm_up: bool = True,
 ) -> Results:
-    """Run every (query, mode) ``repeat`` times after a warm-up pass, modes interleaved.
+    """Run every (query, mode) ``repeat`` times after a warm-up pass (unless ``warm_up`` is
+    False: at SF 10 a run lasts minutes, and JIT warm-up is noise beside it), modes interleaved.
 
     ``interrupt`` stops whatever the current runner is doing (e.g. cancels Spark jobs); it is
     called, once a second, when a run exceeds ``timeout`` seconds, until the runner gives up.
@@ -140,7 +155,7 @@ def measure(
     runners: dict[tuple[str, str], Runner] = {}
     given_up: dict[tuple[str, str], str] = {}
     latest_reference: dict[str, tuple[int, float]] = {}  # (repetition, seconds), for progress lines
-    for repetition in range(repeat + 1):
+    for repetition in range(0 if warm_up else 1, repeat + 1):
         label = "warm-up" if repetition == 0 else f"rep {repetition}/{repeat}"
         for query, sql in queries.items():
             for mode in rotated(modes, repetition):

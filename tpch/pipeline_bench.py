@@ -24,7 +24,7 @@ from pathlib import Path
 
 from dltrace import LineageSession
 from dltrace.errors import DltraceError
-from tpch.harness import log
+from tpch.harness import cpu_seconds, log
 
 STEPS = [
     ("bench_custrev", "select c_custkey, c_nationkey, c_mktsegment, sum(l_extendedprice * (1 - l_discount)) as revenue "
@@ -69,17 +69,21 @@ def main(argv: list[str] | None = None) -> int:
         register_tpch(session, args.sf, Path("data"), progress=log)
         session.run("select 1")  # the catalog's tables as views: the plain steps read the same data
         times: dict[str, list[float]] = {"without lineage": [], "with lineage": []}
+        cpu: dict[str, list[float]] = {"without lineage": [], "with lineage": []}
         steps: dict[str, list[float]] = {name: [] for name, _ in STEPS}
         for round_number in range(args.repeat + 1):
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), cpu_seconds(session.spark)
             plain_pipeline(session.spark, scratch)
-            plain = time.perf_counter() - start
+            plain, plain_cpu = time.perf_counter() - start, cpu_seconds(session.spark)
             start = time.perf_counter()
             outcomes = session.run_script(script())
-            lineage = time.perf_counter() - start
+            lineage, lineage_cpu = time.perf_counter() - start, cpu_seconds(session.spark)
             if round_number:
                 times["without lineage"].append(plain)
                 times["with lineage"].append(lineage)
+                if start_cpu is not None:
+                    cpu["without lineage"].append(plain_cpu - start_cpu)
+                    cpu["with lineage"].append(lineage_cpu - plain_cpu)
                 for outcome in outcomes:
                     steps[outcome.name].append(outcome.seconds)
             log(f"round {round_number}/{args.repeat}{' (warm-up)' if not round_number else ''}: "
@@ -99,6 +103,12 @@ def main(argv: list[str] | None = None) -> int:
     for name, values in steps.items():
         print(f"| step {name} (with lineage) | {statistics.median(values):.2f} | {min(values):.2f} |")
     print(f"\nwith / without lineage: median of per-round ratios {statistics.median(ratios):.3f}x (target <= 1.3x)")
+    if cpu["with lineage"]:
+        cpu_ratios = [w / p for w, p in zip(cpu["with lineage"], cpu["without lineage"])]
+        plain_cpu, lineage_cpu = (statistics.median(cpu[name]) for name in ("without lineage", "with lineage"))
+        print(f"CPU seconds (Spark's JVM and this process; load does not inflate them): without lineage "
+              f"{plain_cpu:.1f}, with lineage {lineage_cpu:.1f}, median of per-round ratios "
+              f"{statistics.median(cpu_ratios):.3f}x")
     return 0
 
 

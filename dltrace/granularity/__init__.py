@@ -19,6 +19,7 @@ SELECT item.category AS category, SUM(sales.num) AS n, SORT_ARRAY(COLLECT_SET(XX
 from __future__ import annotations
 
 from dltrace import rewriter
+from dltrace.engine import Engine
 from dltrace.granularity.clause import LineageOn, LineageOnArgument, lineage_on_sql, parse_lineage_on, split_lineage_on
 from dltrace.granularity.dictionary import DL_VALUES, GranuleDecoder
 from dltrace.granularity.granules import Granularity, Provider, resolve
@@ -38,11 +39,11 @@ __all__ = [
 ]
 
 
-def granular_sql(session, query: str, lineage_on: LineageOn, semantics: str = "control", repr: str = "set") -> str:
-    """Spark SQL for ``query`` (without its clause) with lineage on ``lineage_on`` over
-    ``session``'s catalog; the plain query when L is empty."""
-    if not lineage_on:
-        return session.plain(query)
+def granular_sql(
+    session: Engine, query: str, lineage_on: LineageOn, semantics: str = "control", repr: str = "set"
+) -> str:
+    """Spark SQL for ``query`` (without its clause, saved results inlined) with lineage on
+    ``lineage_on`` (not empty) over ``session``'s catalog."""
     granularity = resolve(lineage_on, rewriter.parse(query), session.catalog.schemas())
     return session.lineage_expression(query, semantics, repr, granularity.id_source, ids_ordered_by_table=False).sql(
         dialect="spark"

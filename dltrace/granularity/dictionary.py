@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from dltrace.engine import Engine
 from dltrace.errors import BadInput, DltraceError
 from dltrace.formatting import DL, DL_VALUES, lineage_ids, plain_value
 from dltrace.granularity.clause import LineageOnArgument, lineage_on_sql, split_lineage_on
@@ -32,7 +33,7 @@ _DICTIONARIES: dict[tuple[str, str, str], dict[int, tuple]] = {}
 class GranuleDecoder:
     """Decodes the granule ids of one query's ``LINEAGE ON`` results."""
 
-    def __init__(self, session, query: str, lineage_on: LineageOnArgument = None) -> None:
+    def __init__(self, session: Engine, query: str, lineage_on: LineageOnArgument = None) -> None:
         query, parsed = split_lineage_on(query, lineage_on)
         if not parsed:
             raise BadInput("decoding granules needs a non-empty LINEAGE ON (expr, ...)")
@@ -94,10 +95,10 @@ def _display_order(found: tuple[Provider, Granule]) -> tuple:
     return provider.table, [(value is None, value) for value in granule.values()]
 
 
-def _provider_dictionary(session, provider: Provider) -> dict[int, tuple]:
+def _provider_dictionary(session: Engine, provider: Provider) -> dict[int, tuple]:
     """One table's granules, from the cache or computed with Spark."""
     entry = session.catalog.entry(provider.table)
-    key = (str(session.catalog.directory.resolve()), entry.path, provider.tag)
+    key = (str(session.catalog.directory), entry.path, provider.tag)
     if key not in _DICTIONARIES:
         alias = provider.table
         values = ", ".join(f"{v.sql(dialect='spark')} AS v{i}" for i, v in enumerate(provider.values(alias)))

@@ -15,13 +15,14 @@ from __future__ import annotations
 import numpy as np
 
 from dltrace.catalog import ID_COLUMN, quoted
+from dltrace.engine import Engine
 from dltrace.ids import ROW_BITS
 from dltrace.impact.search import LITERAL_IDS
 from dltrace.results import ResultStore
 from dltrace.table_data import table_rows
 
 
-def explain(session, result: str, row: int) -> dict[str, object]:
+def explain(session: Engine, result: str, row: int) -> dict[str, object]:
     """``{table: DataFrame of its base rows in DL(row)}``: ``_dl_id`` then the table's columns."""
     import pyarrow as pa
     from pyspark.sql import functions as F

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from pathlib import Path
 
 from dltrace.catalog import ID_COLUMN, quoted
+from dltrace.engine import Engine
 from dltrace.recovery import build_once
+from dltrace.storage import Location
 from dltrace.table_data import read_parquet, table_rows
 
 KEY_INDEX_MIN_ROWS = 1_000_000
@@ -24,13 +25,13 @@ ROW_GROUP_BYTES = 1 << 20
 DIRECTORY = "indexes"
 
 
-def key_index_path(session, table: str, version: int | None = None) -> Path:
+def key_index_path(session: Engine, table: str, version: int | None = None) -> Location:
     entry = session.catalog.entry(table)
     digest = hashlib.sha256(json.dumps(entry.key).encode()).hexdigest()[:8]
     return session.catalog.directory / DIRECTORY / f"{table}-v{version or entry.version}-key-{digest}.parquet"
 
 
-def ensure_key_index(session, table: str, version: int | None = None) -> Path:
+def ensure_key_index(session: Engine, table: str, version: int | None = None) -> Location:
     """The key index of ``table`` at data ``version`` (None: current), built if missing."""
     entry = session.catalog.entry(table)
     data = table_rows(session.spark, session.catalog, table, version)
@@ -40,7 +41,7 @@ def ensure_key_index(session, table: str, version: int | None = None) -> Path:
     ))
 
 
-def rows_to_search(session, table: str, version: int | None, columns: set[str]):
+def rows_to_search(session: Engine, table: str, version: int | None, columns: set[str]):
     """Where to evaluate a predicate over ``columns`` of ``table`` (at data ``version``), and
     its rows as a DataFrame: the key index when the predicate reads key columns only and the
     table is large, else the table's own rows (``dltrace.table_data``)."""

@@ -24,6 +24,7 @@ import numpy as np
 from sqlglot import exp
 
 from dltrace.catalog import ID_COLUMN
+from dltrace.engine import Engine
 from dltrace.errors import BadInput, spark_error
 from dltrace.impact.key_index import rows_to_search
 from dltrace.impact.source import Source, parse_source
@@ -42,7 +43,7 @@ class ImpactWarning(UserWarning):
     it as one line on stderr): a source that matches no rows, a result older than its data."""
 
 
-def impact(session, source: str, result: str | None = None, query: str | None = None,
+def impact(session: Engine, source: str, result: str | None = None, query: str | None = None,
            mode: str | None = None, semantics: str = "control", use_index: bool = True):
     """The output rows affected by the rows ``source`` names, from saved ``result`` or ``query``.
 
@@ -72,7 +73,7 @@ def impact(session, source: str, result: str | None = None, query: str | None = 
     return reeval_impact(session, bad, query, semantics)
 
 
-def impact_everywhere(session, source: Source, mode: str = "stored", use_index: bool = True) -> dict:
+def impact_everywhere(session: Engine, source: Source, mode: str = "stored", use_index: bool = True) -> dict:
     """``{result name: affected rows}`` for every saved result whose lineage can hold ids of
     the source's table: the bad ids are read once, and each result is searched with them
     (its forward index when it has one), one lookup per result, not per id."""
@@ -90,7 +91,7 @@ def impact_everywhere(session, source: Source, mode: str = "stored", use_index: 
     return {r.name: search_result(session, store, r, ids, use_index) for r in candidates}
 
 
-def bad_rows(session, source: Source):
+def bad_rows(session: Engine, source: Source):
     """The ids of the bad rows, as a one-column DataFrame (``_dl_id``).
 
     The predicate runs as SQL over a view of the rows to search, named as the table, so that
@@ -107,7 +108,7 @@ def bad_rows(session, source: Source):
         raise BadInput(f"--source {source.text}: {error}") from None
 
 
-def collect_bad_ids(session, source: Source) -> np.ndarray:
+def collect_bad_ids(session: Engine, source: Source) -> np.ndarray:
     """The bad ids, read now (sorted, as int64); a predicate that fails only when it runs
     (e.g. a cast of bad text) is bad input too."""
     from pyspark.errors import PySparkException
@@ -118,7 +119,7 @@ def collect_bad_ids(session, source: Source) -> np.ndarray:
         raise BadInput(f"--source {source.text}: {spark_error(error)}") from None
 
 
-def matches_nothing(session, source: Source) -> bool:
+def matches_nothing(session: Engine, source: Source) -> bool:
     """True when no row matches the source (a scan: asked only when an answer came out empty)."""
     return bad_rows(session, source).isEmpty()
 
@@ -129,7 +130,7 @@ def int_column(frame) -> np.ndarray:
     return frame.toArrow().column(0).to_numpy().astype(np.int64, copy=False)
 
 
-def stored_impact(session, source: Source, saved: SavedResult, use_index: bool = True):
+def stored_impact(session: Engine, source: Source, saved: SavedResult, use_index: bool = True):
     """The rows of ``saved`` whose DL overlaps the bad ids, ``DL`` narrowed to those ids."""
     ids = collect_bad_ids(session, source)
     if not len(ids):
@@ -137,7 +138,7 @@ def stored_impact(session, source: Source, saved: SavedResult, use_index: bool =
     return search_result(session, ResultStore(session.catalog), saved, ids, use_index)
 
 
-def search_result(session, store: ResultStore, saved: SavedResult, ids: np.ndarray, use_index: bool = True):
+def search_result(session: Engine, store: ResultStore, saved: SavedResult, ids: np.ndarray, use_index: bool = True):
     """The rows of ``saved`` whose DL holds one of ``ids`` (sorted), ``DL`` narrowed to them.
 
     A row's DL is its own ids and the shared sets it names: each shared set is searched once,
@@ -213,7 +214,7 @@ def _joined_impact(spark, rows, index, ids: np.ndarray, shared_hits=None):
     return rows.drop(DL).join(narrowed, ROW).select(*columns).orderBy(ROW)
 
 
-def reeval_impact(session, source: Source, query: str, semantics: str = "control"):
+def reeval_impact(session: Engine, source: Source, query: str, semantics: str = "control"):
     """Rerun ``query`` with lineage for the bad rows only; the rows it reaches are affected.
 
     The bad table is read through a view with one more column, ``__dl_bad``: the row's id
@@ -238,7 +239,7 @@ def reeval_impact(session, source: Source, query: str, semantics: str = "control
     return session.run(expression.sql(dialect="spark")).where(F.size(DL) > 0)
 
 
-def _bad_rows_view(session, source: Source) -> str:
+def _bad_rows_view(session: Engine, source: Source) -> str:
     """A view of the source table (at its data version) plus ``__dl_bad``: ``_dl_id`` for
     the bad rows, NULL for the others.  A predicate with a subquery is evaluated to ids first
     (Spark takes subqueries in filters only, not in a projection's CASE)."""
@@ -260,7 +261,7 @@ def _bad_rows_view(session, source: Source) -> str:
     return name
 
 
-def warn_if_stale(session, saved: SavedResult, source: Source, mode: str) -> None:
+def warn_if_stale(session: Engine, saved: SavedResult, source: Source, mode: str) -> None:
     """Warn when tables ``saved`` read have been revised since it was computed.
 
     The answer is still given: rows unchanged since keep their ids, so the saved lineage

@@ -1,17 +1,36 @@
 """The SQL rewriter: a user's query in, the same query with a lineage column ``DL`` out.
 
-Rules follow the paper's section 3.3 list, one module each, composed below in the order
-they apply.  Scopes (subqueries, CTEs, set operations) are rewritten innermost first, so a
-rule always finds the lineage of its inputs already computed.
-
 >>> print(rewrite_sql("SELECT d.s_name, i.i_name FROM store d, item i, sales s "
 ...                   "WHERE d.s_id = s.s_id AND i.i_id = s.i_id AND i.category = 'stationery'", PAPER_SCHEMA))
 SELECT d.s_name AS s_name, i.i_name AS i_name, ARRAY(d._dl_id, i._dl_id, s._dl_id) AS DL FROM store AS d INNER JOIN item AS i INNER JOIN sales AS s WHERE d.s_id = s.s_id AND i.i_id = s.i_id AND i.category = 'stationery'
+
+**The rule contract.**  Every rule is one function of one shape, ``Rule``::
+
+    rule(query: exp.Expression, context: RewriteContext) -> exp.Expression
+
+It is given a query and the rewrite's context, rewrites the query (in place, or builds its
+replacement) and returns it.  Rules follow the paper's section 3.3 list, one module each
+(with its doctest and ``tests/fixtures/rewriter/<module>.sql``).  The lineage a rule hands
+to the next is a typed value in the context (``context.lineage.of(query)``, a
+``ScopeLineage``); facts that must follow a node through ``copy()`` are its ``meta``.  Both
+are listed in ``context.py``, the one module that defines them.
+
+**Phases.**  ``rewrite`` runs the rules of ``rules`` (default ``RULES``) phase after phase,
+each in order.  A whole-query phase gives its rules the whole query, once.  A per-scope
+phase gives them each scope's query (a SELECT or a set operation, ``context.scope`` its
+sqlglot ``Scope``), innermost first, all rules of the phase on one scope before the next:
+a rule always finds the lineage of the scope's inputs computed, and one that does not
+apply to the query it is given returns it unchanged.  ``only`` and ``without`` select rules
+of ``RULES``, so one rule can run on its own (a fixture's ``only:``, a doctest):
+
+>>> print(rewrite_sql("SELECT DISTINCT s_name FROM store", PAPER_SCHEMA, rules=only("qualify", "distinct")))
+SELECT store.s_name AS s_name FROM store AS store GROUP BY store.s_name
 """  # noqa: E501
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 
 from sqlglot import exp
 from sqlglot.optimizer.scope import traverse_scope
@@ -19,32 +38,76 @@ from sqlglot.optimizer.scope import traverse_scope
 from dltrace.errors import BadInput
 from dltrace.rewriter.aggregate import aggregate
 from dltrace.rewriter.base_table import number_instances
-from dltrace.rewriter.context import IdSource, RewriteContext
+from dltrace.rewriter.context import DISJOINT_ROWS, SHARED, IdSource, RewriteContext
 from dltrace.rewriter.distinct import distinct
 from dltrace.rewriter.distinct_set_operations import distinct_set_operations
+from dltrace.rewriter.inequality_split import inequality_split
 from dltrace.rewriter.join import join
-from dltrace.rewriter.output import DISJOINT_ROWS, DL, SHARED, SharedLineage, output
+from dltrace.rewriter.output import DL, SharedLineage, output
 from dltrace.rewriter.projection import projection
-from dltrace.rewriter.qualify import parse, qualify_against_catalog
+from dltrace.rewriter.qualify import parse, qualify
 from dltrace.rewriter.representation import REPRESENTATIONS, SET
 from dltrace.rewriter.saved_result import SavedLineage, shared_view
 from dltrace.rewriter.semi_anti_join import semi_anti_join
+from dltrace.rewriter.semi_join_reduction import semi_join_reduction
 from dltrace.rewriter.set_operation import union_all
 from dltrace.rewriter.subquery_condition import subquery_condition
-from dltrace.rewriter.subquery_copies import ctes_read_by_copies, in_cte, in_lineage_copy, is_skipped, subquery_copies
+from dltrace.rewriter.subquery_copies import (
+    copy_lineage,
+    ctes_read_by_copies,
+    in_cte,
+    in_lineage_copy,
+    is_skipped,
+    subquery_copies,
+)
 from dltrace.rewriter.subquery_value import subquery_value
+from dltrace.rewriter.surviving_groups import surviving_groups
+from dltrace.rewriter.uncorrelated_copies import hoist_uncorrelated_copies, mark_subsuming_copies
 from dltrace.rewriter.unsupported import refuse_unsupported
 from dltrace.rewriter.window import window
 
-# Whole-query preparation, before any scope is rewritten: refuse what cannot be traced,
-# turn constructs into equivalent ones the scope rules know, copy expression subqueries.
-PREPARE = (refuse_unsupported, number_instances, distinct_set_operations, semi_anti_join, distinct, subquery_copies)
-# Per SELECT, innermost first: sources and joins (base tables, subqueries, CTEs, outer
-# joins), WHERE subqueries, aggregation, HAVING and SELECT-list subqueries, windows, and
-# last the SELECT list.
-SELECT_RULES = (join, subquery_condition, aggregate, subquery_value, window, projection)
-# Per set operation, after both inputs.
-SET_OPERATION_RULES = (union_all,)
+Rule = Callable[[exp.Expression, RewriteContext], exp.Expression]
+
+
+@dataclass(frozen=True)
+class Phase:
+    """Rules run in order on the whole query, or (``per_scope``) on each scope's query."""
+
+    name: str
+    rules: tuple[Rule, ...]
+    per_scope: bool = False
+
+
+RULES: tuple[Phase, ...] = (
+    # The whole query, before any scope is rewritten.  qualify first: every rule relies on
+    # qualified columns and expanded stars.  Then refuse what cannot be traced, on the query as
+    # written; number table occurrences before copies duplicate them; turn constructs into
+    # equivalent ones the scope rules know (distinct set operations and SEMI/ANTI joins into
+    # EXISTS and DISTINCT, DISTINCT into GROUP BY); last copy the expression subqueries, which
+    # must see every subquery the earlier rules made.
+    Phase("prepare", (qualify, refuse_unsupported, number_instances, distinct_set_operations, semi_anti_join,
+                      distinct, subquery_copies)),
+    # Per scope, innermost first: the sources' lineage (base tables, saved results, subqueries,
+    # CTEs, outer joins), WHERE subqueries before grouping, aggregation, HAVING and SELECT-list
+    # subqueries after it, windows, then the SELECT list exposes the lineage to the enclosing
+    # query; a UNION ALL gives its inputs one common lineage column.  A lineage copy, once
+    # rewritten like any query, becomes the DLUNION of its rows (copy_lineage) before its
+    # enclosing SELECT, a later scope, takes it.  Around that, the speed-ups: a copy that
+    # reads the rows its SELECT groups is marked while its WHERE is still the subquery's, and
+    # a grouped one is restricted to its surviving groups while it is still a plain query;
+    # then an uncorrelated copy is shared, and a correlated one restricted to the outer rows'
+    # keys or else split at a <> correlation (a reduced copy's WHERE no longer has the shape
+    # the split needs).
+    Phase(
+        "scopes",
+        (join, subquery_condition, aggregate, subquery_value, window, projection, union_all,
+         mark_subsuming_copies, surviving_groups, copy_lineage, hoist_uncorrelated_copies, semi_join_reduction,
+         inequality_split),
+        per_scope=True,
+    ),
+    # The outermost query's lineage becomes the one column DL.
+    Phase("output", (output,)),
+)
 
 SEMANTICS = ("control", "data")
 
@@ -63,8 +126,13 @@ __all__ = [
     "SharedLineage",
     "IdSource",
     "SavedLineage",
+    "Phase",
+    "RULES",
+    "Rule",
+    "only",
     "rewrite",
     "rewrite_sql",
+    "without",
     "parse",
     "PAPER_SCHEMA",
     "PAPER_CODES",
@@ -82,6 +150,7 @@ def rewrite(
     table_rows: dict[str, int] | None = None,
     table_keys: dict[str, list[str]] | None = None,
     saved: dict[str, SavedLineage] | None = None,
+    rules: Sequence[Phase] = RULES,
 ) -> exp.Expression:
     """``expression`` rewritten so that it also outputs ``DL``, its rows' lineage.
 
@@ -91,33 +160,64 @@ def rewrite(
     names the saved results the query may read, with what their lineage holds (``schemas``
     has their columns).  The result's ``meta[DISJOINT_ROWS]`` says whether no id is in the
     DLs of two of its rows; ``meta[SHARED]`` (a ``SharedLineage``), when set, is the same
-    result with the lineage all its rows share held apart.
+    result with the lineage all its rows share held apart.  ``rules``: the phases to run.
     """
     if semantics not in SEMANTICS:
         raise BadInput(f"unknown semantics '{semantics}': use control or data")
     if representation not in REPRESENTATIONS:
         raise BadInput(f"unknown representation '{representation}': use {' or '.join(REPRESENTATIONS)}")
-    context = RewriteContext(codes, REPRESENTATIONS[representation], semantics, id_source, ids_ordered_by_table)
-    context.table_rows, context.table_keys, context.saved = table_rows, table_keys, dict(saved or {})
-    expression = qualify_against_catalog(expression, schemas)
+    saved = dict(saved or {})
     with_ = expression.args.get("with_")
-    context.global_names = (frozenset(codes) | frozenset(context.saved)
-                            | frozenset(shared_view(name) for name, lineage in context.saved.items()
-                                        if lineage.shared_sets)
-                            | frozenset(c.alias_or_name.lower() for c in (with_.expressions if with_ else [])))
-    for rule in PREPARE:
+    global_names = (frozenset(codes) | frozenset(saved)
+                    | frozenset(shared_view(name) for name, lineage in saved.items() if lineage.shared_sets)
+                    | frozenset(c.alias_or_name.lower() for c in (with_.expressions if with_ else [])))
+    context = RewriteContext(codes, REPRESENTATIONS[representation], semantics, id_source, ids_ordered_by_table,
+                             global_names, table_rows, table_keys, saved, schemas)
+    for phase in rules:
+        run = _run_per_scope if phase.per_scope else _run
+        expression = run(phase.rules, expression, context)
+    return expression
+
+
+def _run(rules: tuple[Rule, ...], expression: exp.Expression, context: RewriteContext) -> exp.Expression:
+    for rule in rules:
         expression = rule(expression, context)
-    in_copy = replace(context, representation=SET)  # lineage copies, and CTEs they read, use native sets
+    return expression
+
+
+def _run_per_scope(rules: tuple[Rule, ...], expression: exp.Expression, context: RewriteContext) -> exp.Expression:
+    """Run ``rules`` on each scope's query, innermost first.  Original subqueries keep their
+    plain SQL (their lineage copies are rewritten instead); lineage copies, and the CTEs they
+    read, use native sets (Spark cannot run Python UDFs inside scalar subqueries)."""
     native_ctes = ctes_read_by_copies(expression)
+    in_copy = replace(context, representation=SET)
     for scope in traverse_scope(expression):
-        node = scope.expression
-        if is_skipped(node):
-            continue  # an original subquery: its lineage copy is rewritten instead
-        rules = SELECT_RULES if isinstance(node, exp.Select) else SET_OPERATION_RULES
-        native = in_lineage_copy(node) or in_cte(node, native_ctes)
+        query = scope.expression
+        if is_skipped(query):
+            continue
+        native = in_lineage_copy(query) or in_cte(query, native_ctes)
+        scoped = replace(in_copy if native else context, scope=scope)
         for rule in rules:
-            rule(node, scope, in_copy if native else context)
-    return output(expression, context)
+            query = rule(query, scoped)
+    return expression
+
+
+def only(*names: str, rules: Sequence[Phase] = RULES) -> tuple[Phase, ...]:
+    """The phases of ``rules`` with only the rules ``names`` (to run a rule on its own)."""
+    return _select(rules, names, keep=True)
+
+
+def without(*names: str, rules: Sequence[Phase] = RULES) -> tuple[Phase, ...]:
+    """The phases of ``rules`` without the rules ``names`` (e.g. a speed-up turned off)."""
+    return _select(rules, names, keep=False)
+
+
+def _select(rules: Sequence[Phase], names: tuple[str, ...], keep: bool) -> tuple[Phase, ...]:
+    known = {rule.__name__ for phase in rules for rule in phase.rules}
+    if unknown := sorted(set(names) - known):
+        raise ValueError(f"no rule named {', '.join(unknown)} (rules: {', '.join(sorted(known))})")
+    return tuple(replace(phase, rules=tuple(r for r in phase.rules if (r.__name__ in names) == keep))
+                 for phase in rules)
 
 
 def rewrite_sql(
@@ -127,6 +227,7 @@ def rewrite_sql(
     representation: str = "set",
     semantics: str = "control",
     saved: dict[str, SavedLineage] | None = None,
+    rules: Sequence[Phase] = RULES,
 ) -> str:
     """Spark SQL in, lineage Spark SQL out (``saved``: saved results read like tables)."""
     codes = (
@@ -134,4 +235,6 @@ def rewrite_sql(
         if codes is not None
         else (PAPER_CODES if schemas is PAPER_SCHEMA else {n: i + 1 for i, n in enumerate(sorted(schemas))})
     )
-    return rewrite(parse(sql), schemas, codes, representation, semantics, saved=saved).sql(dialect="spark")
+    return rewrite(parse(sql), schemas, codes, representation, semantics, saved=saved, rules=rules).sql(
+        dialect="spark"
+    )

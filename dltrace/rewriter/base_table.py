@@ -15,13 +15,11 @@ bits so that lineage follows the paper's tree definition (§3.1).
 from __future__ import annotations
 
 from sqlglot import exp
-from sqlglot.optimizer.scope import Scope
 
 from dltrace.catalog import ID_COLUMN
-from dltrace.rewriter.context import RewriteContext
+from dltrace.rewriter.context import INSTANCE, RewriteContext
 from dltrace.rewriter.terms import Kind, Term
 
-INSTANCE = "dl_instance"
 INSTANCE_SHIFT = 56  # above the table codes (< 256) that tagged tests use
 
 
@@ -49,7 +47,7 @@ def tagged_row_ids(table: exp.Table) -> tuple[exp.Expression, bool]:
     return exp.Paren(this=exp.Add(this=dl_id, expression=tag)), nullable
 
 
-def base_table(table: exp.Table, scope: Scope, context: RewriteContext) -> tuple[Term, ...]:
+def base_table(table: exp.Table, context: RewriteContext) -> tuple[Term, ...]:
     """The lineage a registered table contributes to the scope that reads it."""
     source = (context.id_source or row_ids)(table)
     if source is None:

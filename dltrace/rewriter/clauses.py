@@ -1,9 +1,10 @@
 """Reading a SELECT's parts the way several rules need them: its FROM/JOIN sources, the
-conjuncts of a condition, and the names a query defines for itself."""
+conjuncts of a condition, and a conjunct that correlates it to an enclosing query."""
 
 from __future__ import annotations
 
 from sqlglot import exp
+from sqlglot.optimizer.scope import Scope
 
 
 def sources(select: exp.Select) -> list[exp.Expression]:
@@ -20,11 +21,16 @@ def conjuncts(condition: exp.Expression | None) -> list[exp.Expression]:
     return list(condition.flatten()) if isinstance(condition, exp.And) else [condition]
 
 
-def defined_names(query: exp.Expression) -> set[str]:
-    """The table, subquery and CTE names ``query`` defines itself; a column qualified by any
-    other name is an outer reference."""
-    return (
-        {t.alias_or_name for t in query.find_all(exp.Table)}
-        | {s.alias_or_name for s in query.find_all(exp.Subquery) if s.alias_or_name}
-        | {cte.alias_or_name for cte in query.find_all(exp.CTE)}
-    )
+def correlation(condition: exp.Expression, scope: Scope) -> tuple[exp.Column, exp.Column] | None:
+    """``(inner column, outer column)`` when ``condition`` (a conjunct of ``scope``'s WHERE) is
+    ``=`` or ``<>`` between a column of ``scope``'s own sources and one of an enclosing
+    query's (sqlglot's test for an external column), else None."""
+    if not isinstance(condition, (exp.EQ, exp.NEQ)):
+        return None
+    sides = [condition.this, condition.expression]
+    if not all(isinstance(side, exp.Column) and side.table for side in sides):
+        return None
+    local = {name for name, _ in scope.references}
+    inner = [side for side in sides if side.table in local]
+    outer = [side for side in sides if side.table not in local]
+    return (inner[0], outer[0]) if len(inner) == 1 and len(outer) == 1 else None

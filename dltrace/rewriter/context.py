@@ -1,5 +1,39 @@
-"""What every rule needs: the catalog's tables, the representation, the semantics, and
-the lineage already computed for inner scopes (kept in the AST nodes' ``meta``)."""
+"""What every rule is given: the rewrite's settings, the scope being rewritten, the lineage
+the rules hand each other, and the annotations they leave on the tree.
+
+**Lineage between rules** is a typed value, ``ScopeLineage``, one per rewritten query (a
+SELECT, a set operation, a lineage copy), kept in ``RewriteContext.lineage``:
+
+========== ============================================== ===============================
+field      what it is                                     written by -> read by
+========== ============================================== ===============================
+rows       the lineage of the rows a SELECT computes,     join, subquery_condition,
+           before its SELECT list                         aggregate, subquery_value,
+                                                          window -> the next, projection
+projected  the terms behind its ``__dl`` columns          projection -> output,
+                                                          union_all, subquery_copies
+output     its lineage as the enclosing query reads it:   projection, union_all,
+           ``__dl`` columns; for a lineage copy, the one  subquery_copies and the copy
+           scalar-subquery term of its DLUNION            speed-ups -> join (through
+                                                          derived_table), output,
+                                                          subquery_condition/_value
+subsumes   a lineage copy whose lineage holds every id    uncorrelated_copies ->
+           of the enclosing SELECT's rows                 subquery_value
+========== ============================================== ===============================
+
+**Annotations** (``meta`` keys, all defined here) are facts about AST nodes that must
+survive ``copy()`` (sqlglot copies ``meta`` with the node), set while the whole query is
+prepared and read later:
+
+* ``INSTANCE`` (a table): the occurrence's number, so that copies keep their original's
+  (``base_table.number_instances``, read by ``tagged_row_ids``);
+* ``SKIP`` (a query): an original expression subquery, never rewritten; ``CLAUSE`` (a
+  query): a lineage copy, and the clause of the subquery it copies (``where``, ``having``,
+  ``expressions``); ``WHOLE_INPUT`` (EXCEPT's probe): the copy reads the whole right input
+  (set by ``subquery_copies`` and ``distinct_set_operations``);
+* ``DISJOINT_ROWS`` and ``SHARED`` (the rewritten query ``rewrite`` returns): what callers
+  learn of its lineage (``output``).
+"""
 
 from __future__ import annotations
 
@@ -8,14 +42,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sqlglot import exp
+from sqlglot.optimizer.scope import Scope
 
 from dltrace.errors import UnsupportedLineage
 from dltrace.rewriter.representation import Representation
 from dltrace.rewriter.terms import Lineage
 
-ROWS = "dl_rows"  # lineage of the rows a SELECT is computing, before its SELECT list
-OUTPUT = "dl_output"  # lineage of a rewritten query's output rows, as its __dl columns
-PROJECTED = "dl_projected"  # the terms behind a SELECT's __dl columns
+INSTANCE = "dl_instance"  # a table occurrence's number (0, 1, ...) among those of its table
+SKIP = "dl_skip"  # an original expression subquery: never rewritten
+CLAUSE = "dl_clause"  # a lineage copy: where its subquery stands (where, having, expressions)
+WHOLE_INPUT = "dl_whole_input"  # EXCEPT's control lineage: all rows of the right input
+DISJOINT_ROWS = "dl_disjoint_rows"  # on the result: no id is in the DLs of two rows
+SHARED = "dl_shared"  # on the result: its lineage with the sets all rows share apart (SharedLineage)
 
 
 # Where a table occurrence's lineage ids come from: ``(id expression, nullable)`` over the
@@ -25,7 +63,34 @@ IdSource = Callable[[exp.Table], tuple[exp.Expression, bool] | None]
 
 
 @dataclass
+class ScopeLineage:
+    """The lineage the rules compute for one query (see the module's table)."""
+
+    rows: Lineage = ()
+    projected: Lineage = ()
+    output: Lineage = ()
+    subsumes: bool = False
+
+
+class Lineages:
+    """``ScopeLineage`` per query node, by identity (sqlglot nodes compare by structure)."""
+
+    def __init__(self) -> None:
+        self._by_node: dict[int, tuple[exp.Expression, ScopeLineage]] = {}
+
+    def of(self, node: exp.Expression) -> ScopeLineage:
+        """The lineage of ``node``, empty until a rule sets it."""
+        entry = self._by_node.get(id(node))
+        if entry is None:
+            entry = self._by_node[id(node)] = (node, ScopeLineage())  # the node is kept: its id stays its own
+        return entry[1]
+
+
+@dataclass
 class RewriteContext:
+    """The second argument of every rule: settings, catalog facts, the lineage store and,
+    for per-scope rules, the scope (lineage copies get a copy with native sets)."""
+
     codes: dict[str, int]
     representation: Representation
     semantics: str = "control"
@@ -39,14 +104,12 @@ class RewriteContext:
     table_keys: dict[str, list[str]] | None = None
     # saved results a query may read like tables: name -> what their DLs hold (SavedLineage)
     saved: dict[str, Any] = field(default_factory=dict)
-
-
-def get_lineage(node: exp.Expression, key: str) -> Lineage:
-    return node.meta.get(key, ())
-
-
-def set_lineage(node: exp.Expression, key: str, lineage: Lineage) -> None:
-    node.meta[key] = tuple(lineage)
+    # the columns of every table and saved result the query may read (for ``qualify``)
+    schemas: dict[str, dict[str, str]] = field(default_factory=dict)
+    # the lineage rules hand each other, shared by every context of one rewrite
+    lineage: Lineages = field(default_factory=Lineages)
+    # per-scope rules: the scope of the query they are given (sqlglot's: sources, correlation)
+    scope: Scope | None = None
 
 
 def unsupported(node: exp.Expression, what: str) -> UnsupportedLineage:

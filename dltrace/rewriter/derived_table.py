@@ -15,7 +15,7 @@ from __future__ import annotations
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
 
-from dltrace.rewriter.context import OUTPUT, RewriteContext, get_lineage
+from dltrace.rewriter.context import RewriteContext
 from dltrace.rewriter.terms import Term
 
 
@@ -24,5 +24,5 @@ def derived_table(alias: str, source: Scope, context: RewriteContext) -> tuple[T
     subquery term is passed on as it is)."""
     return tuple(
         term if isinstance(term.sql, exp.Subquery) else term.at(exp.column(term.sql.name, table=alias))
-        for term in get_lineage(source.expression, OUTPUT)
+        for term in context.lineage.of(source.expression).output
     )

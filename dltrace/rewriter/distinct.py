@@ -23,15 +23,17 @@ def distinct(expression: exp.Expression, context: RewriteContext) -> exp.Express
         if marker.args.get("on"):
             raise unsupported(select, "DISTINCT ON")
         if is_aggregate(select):
-            _wrap_grouped(select)
+            regrouped = _wrap_grouped(select)
+            expression = regrouped if select is expression else expression
         else:
             select.set("distinct", None)
             select.set("group", exp.Group(expressions=[e.unalias().copy() for e in select.expressions]))
     return expression
 
 
-def _wrap_grouped(select: exp.Select) -> None:
-    """``SELECT DISTINCT aggregates ... GROUP BY``: group the grouped result once more."""
+def _wrap_grouped(select: exp.Select) -> exp.Select:
+    """``SELECT DISTINCT aggregates ... GROUP BY``: group the grouped result once more (the
+    new SELECT takes ``select``'s place in its tree; the caller takes it as the root)."""
     if select.args.get("order") or select.args.get("limit"):
         raise unsupported(select, "SELECT DISTINCT with aggregates and ORDER BY/LIMIT")
     inner = select.copy()
@@ -43,3 +45,4 @@ def _wrap_grouped(select: exp.Select) -> None:
         .group_by(*[exp.column(name, table="_distinct") for name in names])
     )
     select.replace(outer)
+    return outer

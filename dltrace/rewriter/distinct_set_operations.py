@@ -16,8 +16,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from dltrace.rewriter.context import RewriteContext, unsupported
-from dltrace.rewriter.subquery_copies import WHOLE_INPUT
+from dltrace.rewriter.context import WHOLE_INPUT, RewriteContext, unsupported
 
 MODIFIERS = ("order", "limit", "offset")
 

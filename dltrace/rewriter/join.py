@@ -19,7 +19,7 @@ from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
 
 from dltrace.rewriter.base_table import base_table
-from dltrace.rewriter.context import ROWS, RewriteContext, set_lineage, unsupported
+from dltrace.rewriter.context import RewriteContext, unsupported
 from dltrace.rewriter.derived_table import derived_table
 from dltrace.rewriter.keys import single_row_sources
 from dltrace.rewriter.saved_result import saved_result
@@ -35,15 +35,18 @@ def source_lineage(source: exp.Expression, scope: Scope, context: RewriteContext
     if isinstance(inner, Scope):
         return derived_table(alias, inner, context)
     if isinstance(source, exp.Table) and source.name.lower() in context.codes:
-        return base_table(source, scope, context)
+        return base_table(source, context)
     if isinstance(source, exp.Table) and source.name.lower() in context.saved:
         return saved_result(source, context)
     raise unsupported(source, "this kind of FROM source")
 
 
-def join(select: exp.Select, scope: Scope, context: RewriteContext) -> exp.Select:
+def join(select: exp.Expression, context: RewriteContext) -> exp.Expression:
     """Collect the lineage of every source of ``select`` into the rows' lineage; an id
     stays ``unique`` only when the joins cannot repeat its source's rows."""
+    if not isinstance(select, exp.Select):
+        return select
+    scope = context.scope
     single = single_row_sources(select, context.table_keys or {})
 
     def lineage_of(source: exp.Expression) -> list[Term]:
@@ -64,5 +67,5 @@ def join(select: exp.Select, scope: Scope, context: RewriteContext) -> exp.Selec
         if side in ("LEFT", "FULL"):
             joined = [replace(t, nullable=True) for t in joined]
         terms.extend(joined)
-    set_lineage(select, ROWS, terms)
+    context.lineage.of(select).rows = tuple(terms)
     return select

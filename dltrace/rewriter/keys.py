@@ -23,14 +23,33 @@ from dltrace.rewriter.clauses import conjuncts, sources
 def single_row_sources(select: exp.Select, table_keys: dict[str, list[str]]) -> set[str]:
     """Aliases of ``select``'s FROM/JOIN sources whose rows each appear at most once in
     its rows (before grouping)."""
+    by_alias, keys, bindings = _join_graph(select, table_keys)
+    return {alias for alias in by_alias if _pinned(alias, keys, bindings) == by_alias.keys()}
+
+
+def pinned_sources(select: exp.Select, table_keys: dict[str, list[str]], start: str) -> set[str]:
+    """Aliases of ``select``'s sources that one row of ``start`` pins to at most one row
+    (``start`` included): every row of ``select`` holding that row holds the same row of each.
+
+    >>> from sqlglot import parse_one
+    >>> select = parse_one("SELECT 1 FROM lineitem l JOIN orders o ON o.o_orderkey = l.l_orderkey "
+    ...                    "JOIN customer c ON c.c_custkey = o.o_custkey")
+    >>> sorted(pinned_sources(select, {"orders": ["o_orderkey"], "customer": ["c_custkey"]}, "o"))
+    ['c', 'o']
+    """
+    _, keys, bindings = _join_graph(select, table_keys)
+    return _pinned(start, keys, bindings)
+
+
+def _join_graph(select: exp.Select, table_keys: dict[str, list[str]]):
+    """``select``'s sources by alias, their declared keys, and its equalities."""
     by_alias = {source.alias_or_name: source for source in sources(select)}
     keys = {
         alias: [{c.lower() for c in key}] if (key := table_keys.get(source.name.lower())) else []
         for alias, source in by_alias.items()
         if isinstance(source, exp.Table)
     }
-    bindings = _equalities(select)
-    return {alias for alias in by_alias if _pins_all(alias, by_alias, keys, bindings)}
+    return by_alias, keys, _equalities(select)
 
 
 def _equalities(select: exp.Select) -> list[tuple[exp.Column, exp.Column | None]]:
@@ -52,17 +71,17 @@ def _equalities(select: exp.Select) -> list[tuple[exp.Column, exp.Column | None]
     return found
 
 
-def _pins_all(start: str, sources: dict, keys: dict[str, list[set[str]]], bindings) -> bool:
-    """True when, from one row of ``start``, key equalities pin every other source."""
+def _pinned(start: str, keys: dict[str, list[set[str]]], bindings) -> set[str]:
+    """The sources whose row key equalities pin, from one row of ``start`` (itself included)."""
     known = {start}
     changed = True
     while changed:
         changed = False
-        for alias in sources.keys() - known:
+        for alias in keys.keys() - known:
             bound = {
                 c.name.lower() for c, other in bindings if c.table == alias and (other is None or other.table in known)
             }
-            if any(key <= bound for key in keys.get(alias, [])):
+            if any(key <= bound for key in keys[alias]):
                 known.add(alias)
                 changed = True
-    return known == sources.keys()
+    return known

@@ -30,18 +30,16 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from dltrace.rewriter.context import OUTPUT, RewriteContext, get_lineage
+from dltrace.rewriter.context import DISJOINT_ROWS, SHARED, RewriteContext, ScopeLineage
 from dltrace.rewriter.projection import is_symbolic
 from dltrace.rewriter.representation import computed_in_python
-from dltrace.rewriter.set_operation import replace_lineage_columns
-from dltrace.rewriter.terms import Term, is_lineage_column
+from dltrace.rewriter.set_operation import replace_lineage_columns, set_lineage_columns
+from dltrace.rewriter.terms import Lineage, Term, is_lineage_column
 
 OUTER = "__dlout"
 ARGUMENT = "__dlarg"  # the arguments of a DL computed above the ORDER BY (_above_sort)
 
 DL = "DL"
-DISJOINT_ROWS = "dl_disjoint_rows"  # meta of the result: no id is in the DLs of two rows
-SHARED = "dl_shared"  # meta of the result: its lineage with the sets all rows share apart
 
 
 @dataclass(frozen=True)
@@ -61,7 +59,8 @@ class SharedLineage:
 def output(expression: exp.Expression, context: RewriteContext) -> exp.Expression:
     """Replace the outermost query's ``__dl`` columns by the final ``DL`` column."""
     query = expression.unnest()
-    terms = get_lineage(query, OUTPUT)
+    lineage = context.lineage.of(query)
+    terms = lineage.output
     shared = [t for t in terms if is_symbolic(t, context)] if isinstance(query, exp.Select) else []
     split = None
     if shared:
@@ -74,33 +73,34 @@ def output(expression: exp.Expression, context: RewriteContext) -> exp.Expressio
             sets.append(standalone)
         own = lambda term: not is_symbolic(term, context)  # noqa: E731
         split = SharedLineage(
-            _with_dl(expression.copy(), context, own), tuple(sets), all(t.unique for t in terms if own(t))
+            _with_dl(expression.copy(), lineage, context, own), tuple(sets), all(t.unique for t in terms if own(t))
         )
-    expression = _with_dl(expression, context, lambda term: True)
+    expression = _with_dl(expression, lineage, context, lambda term: True)
     expression.meta[DISJOINT_ROWS] = all(term.unique for term in terms)
     if split is not None:
         expression.meta[SHARED] = split
     return expression
 
 
-def _with_dl(expression: exp.Expression, context: RewriteContext, keep: Callable[[Term], bool]) -> exp.Expression:
-    """``expression`` with its ``__dl`` columns replaced by ``DL``, the union of the terms ``keep`` selects."""
+def _with_dl(
+    expression: exp.Expression, lineage: ScopeLineage, context: RewriteContext, keep: Callable[[Term], bool]
+) -> exp.Expression:
+    """``expression`` (the rewritten query whose lineage is ``lineage``, or a copy of it) with
+    its ``__dl`` columns replaced by ``DL``, the union of the terms ``keep`` selects."""
     query = expression.unnest()
     if isinstance(query, exp.Select) and query.args.get("having"):
-        return _after_having(query, context, keep)
-    calls: list[exp.Expression] = []
+        return _after_having(query, lineage.output, context, keep)
+    if not isinstance(query, exp.Select):
+        replace_lineage_columns(query, lambda terms: [(DL, _dl(terms, context, keep))], context)
+        return expression
+    dl = _dl(lineage.projected, context, keep)
     names = [n for n in query.named_selects if not is_lineage_column(n)]
-    sorted_ = isinstance(query, exp.Select) and query.args.get("order") and len(set(names)) == len(names)
-
-    def columns(terms) -> list[tuple[str, exp.Expression]]:
-        dl = _dl(terms, context, keep)
-        if not (sorted_ and computed_in_python(dl)):
-            return [(DL, dl)]
-        calls.append(dl)
-        return [(f"{ARGUMENT}{i}", argument) for i, argument in enumerate(dl.expressions)]
-
-    replace_lineage_columns(query, columns)
-    return _above_sort(query, calls[0]) if calls else expression
+    if query.args.get("order") and len(set(names)) == len(names) and computed_in_python(dl):
+        arguments = [(f"{ARGUMENT}{i}", argument) for i, argument in enumerate(dl.expressions)]
+        set_lineage_columns(query, arguments)
+        return _above_sort(query, dl)
+    set_lineage_columns(query, [(DL, dl)])
+    return expression
 
 
 def _above_sort(query: exp.Select, call: exp.Expression) -> exp.Select:
@@ -120,19 +120,20 @@ def _above_sort(query: exp.Select, call: exp.Expression) -> exp.Select:
     return outer
 
 
-def _dl(terms, context: RewriteContext, keep: Callable[[Term], bool]) -> exp.Expression:
+def _dl(terms: Lineage, context: RewriteContext, keep: Callable[[Term], bool]) -> exp.Expression:
     return context.representation.output(
         tuple(t for t in terms if keep(t)), context.codes, context.ids_ordered_by_table
     )
 
 
-def _after_having(query: exp.Select, context: RewriteContext, keep: Callable[[Term], bool]) -> exp.Select:
+def _after_having(
+    query: exp.Select, outputs: Lineage, context: RewriteContext, keep: Callable[[Term], bool]
+) -> exp.Select:
     """``SELECT cols, DL FROM (query) AS __dlout``.
 
     The query keeps its ORDER BY and LIMIT: Spark sorts and limits the rows before their
     (possibly large) DL values exist, and the projection above keeps the sorted order.
     """
-    outputs = get_lineage(query, OUTPUT)
     names = [n for n in query.named_selects if not is_lineage_column(n)]
     terms = tuple(t if isinstance(t.sql, exp.Subquery) else t.at(exp.column(t.sql.name, table=OUTER)) for t in outputs)
     outer = exp.select(*[exp.column(n, table=OUTER) for n in names]).from_(query.subquery(OUTER, copy=False))

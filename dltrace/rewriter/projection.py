@@ -16,9 +16,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from sqlglot import exp
-from sqlglot.optimizer.scope import Scope
 
-from dltrace.rewriter.context import OUTPUT, PROJECTED, ROWS, RewriteContext, get_lineage, set_lineage
+from dltrace.rewriter.context import RewriteContext
 from dltrace.rewriter.terms import Term, lineage_column
 
 
@@ -31,9 +30,12 @@ def is_symbolic(term: Term, context: RewriteContext) -> bool:
     )
 
 
-def projection(select: exp.Select, scope: Scope, context: RewriteContext) -> exp.Select:
+def projection(select: exp.Expression, context: RewriteContext) -> exp.Expression:
     """Expose the rows' lineage terms as ``__dl0, __dl1, ...`` columns."""
-    rows = get_lineage(select, ROWS)
+    if not isinstance(select, exp.Select):
+        return select
+    lineage = context.lineage.of(select)
+    rows = lineage.rows
     output = []
     for index, term in enumerate(rows):
         if is_symbolic(term, context):
@@ -42,6 +44,5 @@ def projection(select: exp.Select, scope: Scope, context: RewriteContext) -> exp
         name = lineage_column(index)
         select.append("expressions", exp.alias_(term.sql, name))
         output.append(replace(term, sql=exp.column(name), shared=False))
-    set_lineage(select, PROJECTED, rows)
-    set_lineage(select, OUTPUT, output)
+    lineage.projected, lineage.output = rows, tuple(output)
     return select

@@ -1,4 +1,4 @@
-"""Rule 0: parse the Spark SQL and qualify it against the catalog's schemas.
+"""Rule: parse the Spark SQL and qualify it against the catalog's schemas (the first rule).
 
 After this every column names its table alias, every table has an alias and ``*`` is
 expanded from the catalog (so ``_dl_id`` never leaks into results), which is what the
@@ -26,9 +26,10 @@ import re
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import OptimizeError, ParseError, SchemaError, TokenError
-from sqlglot.optimizer.qualify import qualify
+from sqlglot.optimizer.qualify import qualify as sqlglot_qualify
 
 from dltrace.errors import BadInput, SqlSyntaxError, UnknownColumn, UnknownTable
+from dltrace.rewriter.context import RewriteContext
 
 RESERVED_OUTPUT = "dl"
 MISSING_KEYWORD = re.compile(r"Required keyword: '(\w+)' missing for <class '(?:\w+\.)*(\w+)'>")
@@ -84,6 +85,11 @@ def parse_error_description(error: ParseError) -> str:
     return description.split(" <Token")[0].removesuffix(" but got")
 
 
+def qualify(expression: exp.Expression, context: RewriteContext) -> exp.Expression:
+    """The rule: ``expression`` qualified against the context's schemas."""
+    return qualify_against_catalog(expression, context.schemas)
+
+
 def qualify_against_catalog(expression: exp.Expression, schemas: dict[str, dict[str, str]]) -> exp.Expression:
     """Qualify ``expression`` with the catalog's schemas; unknown tables and columns are errors."""
     cte_names = {cte.alias_or_name.lower() for cte in expression.find_all(exp.CTE)}
@@ -99,7 +105,7 @@ def qualify_against_catalog(expression: exp.Expression, schemas: dict[str, dict[
             raise BadInput(f"table '{table.name}' has no columns (registered from an empty file): "
                            f"remove it with `dltrace tables drop {table.name}`")
     try:
-        qualified = qualify(
+        qualified = sqlglot_qualify(
             expression.copy(),
             # a table without columns (an empty file registered by an older dltrace) would
             # make sqlglot refuse every query: it can only be named, and is refused above

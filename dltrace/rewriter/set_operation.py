@@ -12,35 +12,40 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from sqlglot import exp
-from sqlglot.optimizer.scope import Scope
 
-from dltrace.rewriter.context import OUTPUT, PROJECTED, RewriteContext, get_lineage, set_lineage, unsupported
+from dltrace.rewriter.context import RewriteContext, unsupported
 from dltrace.rewriter.terms import Lineage, Term, is_lineage_column, lineage_column, tables_of
 
 
-def union_all(union: exp.Union, scope: Scope, context: RewriteContext) -> exp.Union:
+def union_all(union: exp.Expression, context: RewriteContext) -> exp.Expression:
     """Give both inputs of a UNION ALL one common lineage column."""
+    if not isinstance(union, exp.SetOperation):
+        return union
     if union.args.get("distinct"):
         raise unsupported(union, "UNION (distinct)")
-    tables = tables_of(get_lineage(union.left.unnest(), OUTPUT)) | tables_of(get_lineage(union.right.unnest(), OUTPUT))
+    of = context.lineage.of
+    tables = tables_of(of(union.left.unnest()).output) | tables_of(of(union.right.unnest()).output)
     for side in (union.left, union.right):
         replace_lineage_columns(
-            side.unnest(), lambda terms: [(lineage_column(0), context.representation.as_set(terms))]
+            side.unnest(), lambda terms: [(lineage_column(0), context.representation.as_set(terms))], context
         )
-    set_lineage(union, OUTPUT, [Term(exp.column(lineage_column(0)), context.representation.set_kind, tables)])
+    of(union).output = (Term(exp.column(lineage_column(0)), context.representation.set_kind, tables),)
     return union
 
 
 def replace_lineage_columns(
-    query: exp.Expression, columns: Callable[[Lineage], list[tuple[str, exp.Expression]]]
+    query: exp.Expression, columns: Callable[[Lineage], list[tuple[str, exp.Expression]]], context: RewriteContext
 ) -> None:
     """Swap the ``__dl`` columns of a rewritten query (of each SELECT under a set operation)
     for ``columns(terms)``, built from the terms they held."""
     if isinstance(query, exp.SetOperation):
         for side in (query.left, query.right):
-            replace_lineage_columns(side.unnest(), columns)
+            replace_lineage_columns(side.unnest(), columns, context)
         return
-    kept = [e for e in query.expressions if not is_lineage_column(e.alias_or_name)]
-    terms = get_lineage(query, PROJECTED)
-    new = [exp.alias_(sql, name) for name, sql in columns(terms)]
-    query.set("expressions", kept + new)
+    set_lineage_columns(query, columns(context.lineage.of(query).projected))
+
+
+def set_lineage_columns(select: exp.Select, columns: list[tuple[str, exp.Expression]]) -> None:
+    """``select`` with ``columns`` (name, value) in place of its ``__dl`` columns."""
+    kept = [e for e in select.expressions if not is_lineage_column(e.alias_or_name)]
+    select.set("expressions", kept + [exp.alias_(sql, name) for name, sql in columns])

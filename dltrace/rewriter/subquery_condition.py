@@ -13,15 +13,17 @@ SELECT d.s_name AS s_name, CONCAT(ARRAY(d._dl_id), SORT_ARRAY(COALESCE((SELECT C
 from __future__ import annotations
 
 from sqlglot import exp
-from sqlglot.optimizer.scope import Scope
 
-from dltrace.rewriter.context import ROWS, RewriteContext, get_lineage, set_lineage
-from dltrace.rewriter.subquery_copies import lineage_term, placeholders
+from dltrace.rewriter.context import RewriteContext
+from dltrace.rewriter.subquery_copies import take_copies
 
 
-def subquery_condition(select: exp.Select, scope: Scope, context: RewriteContext) -> exp.Select:
+def subquery_condition(select: exp.Expression, context: RewriteContext) -> exp.Expression:
     """Add the lineage of WHERE subqueries to each row's lineage."""
-    terms = [t for p in placeholders(select, ("where",)) if (t := lineage_term(p, context))]
+    if not isinstance(select, exp.Select):
+        return select
+    terms = [t for copy in take_copies(select, ("where",)) for t in context.lineage.of(copy).output]
     if terms:
-        set_lineage(select, ROWS, [*get_lineage(select, ROWS), *terms])
+        lineage = context.lineage.of(select)
+        lineage.rows = (*lineage.rows, *terms)
     return select

@@ -12,26 +12,28 @@ SELECT __dlout.s_id, __dlout.n, SORT_ARRAY((SELECT SORT_ARRAY(COLLECT_LIST(sales
 from __future__ import annotations
 
 from sqlglot import exp
-from sqlglot.optimizer.scope import Scope
 
 from dltrace.rewriter.aggregate import is_aggregate
-from dltrace.rewriter.context import ROWS, RewriteContext, get_lineage, set_lineage
-from dltrace.rewriter.subquery_copies import lineage_term, placeholders, reads_same_rows
+from dltrace.rewriter.context import RewriteContext
+from dltrace.rewriter.subquery_copies import take_copies
 
 
-def subquery_value(select: exp.Select, scope: Scope, context: RewriteContext) -> exp.Select:
+def subquery_value(select: exp.Expression, context: RewriteContext) -> exp.Expression:
     """Add the lineage of HAVING and SELECT-list subqueries to each output row's lineage.
 
-    When one of them reads exactly the rows the query groups (Q11), its lineage holds every
-    group's own and replaces it, so no row unions a large set with a part of itself.  With
-    occurrence-tagged ids (the tree definition) the two differ and both are kept.
+    When one of them reads exactly the rows the query groups (Q11: marked by
+    ``uncorrelated_copies.mark_subsuming_copies``), its lineage holds every group's own and
+    replaces it, so no row unions a large set with a part of itself.
     """
-    copies = placeholders(select, ("having", "expressions"))
-    covering = context.id_source is None and any(reads_same_rows(p.this.this, select) for p in copies)
-    terms = [t for p in copies if (t := lineage_term(p, context))]
+    if not isinstance(select, exp.Select):
+        return select
+    copies = take_copies(select, ("having", "expressions"))
+    covering = any(context.lineage.of(copy).subsumes for copy in copies)
+    terms = [t for copy in copies for t in context.lineage.of(copy).output]
     if is_aggregate(select):
         # a correlated one refers to grouping columns: the same set on all rows of a group
         terms = [context.representation.aggregate(t) for t in terms]
     if terms:
-        set_lineage(select, ROWS, [*(() if covering else get_lineage(select, ROWS)), *terms])
+        lineage = context.lineage.of(select)
+        lineage.rows = (*(() if covering else lineage.rows), *terms)
     return select

@@ -10,13 +10,14 @@ SELECT sales.t_id AS t_id, RANK() OVER (PARTITION BY sales.s_id ORDER BY sales.n
 from __future__ import annotations
 
 from sqlglot import exp
-from sqlglot.optimizer.scope import Scope
 
-from dltrace.rewriter.context import ROWS, RewriteContext, get_lineage, set_lineage, unsupported
+from dltrace.rewriter.context import RewriteContext, unsupported
 
 
-def window(select: exp.Select, scope: Scope, context: RewriteContext) -> exp.Select:
+def window(select: exp.Expression, context: RewriteContext) -> exp.Expression:
     """Under control semantics, widen each row's lineage to its window partitions."""
+    if not isinstance(select, exp.Select):
+        return select
     windows = [w for e in select.expressions for w in e.find_all(exp.Window) if w.find_ancestor(exp.Select) is select]
     if not windows or context.semantics == "data":
         return select
@@ -26,12 +27,13 @@ def window(select: exp.Select, scope: Scope, context: RewriteContext) -> exp.Sel
             raise unsupported(spec, "a named window (WINDOW clause)")
         partition = list(spec.args.get("partition_by") or [])
         partitions.setdefault(" , ".join(p.sql() for p in partition), partition)
-    rows = get_lineage(select, ROWS)
+    lineage = context.lineage.of(select)
+    rows = lineage.rows
     widened = [
         context.representation.aggregate(term, partition_by=partition)
         for partition in partitions.values()
         for term in rows
         if not term.shared
     ]
-    set_lineage(select, ROWS, [*widened, *(t for t in rows if t.shared)])
+    lineage.rows = (*widened, *(t for t in rows if t.shared))
     return select

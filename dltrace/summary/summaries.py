@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
@@ -33,6 +32,7 @@ from dltrace.catalog import ID_COLUMN
 from dltrace.errors import BadInput
 from dltrace.ids import ROW_BITS
 from dltrace.recovery import build_once
+from dltrace.storage import Location
 from dltrace.summary.patterns import Column, LearnedPattern, learn_patterns
 from dltrace.summary.stored import row_ids
 from dltrace.table_data import read_parquet
@@ -230,13 +230,13 @@ def _population(session, table: str, version: int | None, fetch: dict[str, str],
     return _POPULATIONS[key]
 
 
-def ensure_table_sample(session, table: str, version: int | None) -> Path:
+def ensure_table_sample(session, table: str, version: int | None) -> Location:
     """A uniform sample of about ``TABLE_SAMPLE`` rows of ``table`` at data ``version``,
     built on first use and kept at ``samples/<table>-v<k>-<size>.parquet`` (written aside,
     renamed into place), so that a summary never scans the whole table for it."""
     entry = session.catalog.entry(table)
     target = session.catalog.directory / SAMPLES / f"{table}-v{version or entry.version}-{TABLE_SAMPLE}.parquet"
-    if target.exists():
+    if target.complete():
         return target
     rows = next((old.get("rows") for old in entry.previous if old.get("version") == version), None) or entry.rows
     data = table_data.table_rows(session.spark, session.catalog, table, version)

@@ -15,9 +15,7 @@ cost 10x the sorted encoding's time and 15x its bytes).
 
 * ``dl_bdd_union(sets array<binary>, ids array<bigint>) -> binary``: the union of the sets
   and the ids (NULL sets and NULL ids count as ∅) — DLUNION, joins and the final DL;
-* ``dl_ids(binary) -> array<bigint>``: the ids of a set, ascending (decoding for output);
-* ``dl_count(binary) -> bigint`` and ``dl_contains_any(binary, array<bigint>) -> boolean``
-  (impact questions over stored roBDD lineage).
+* ``dl_ids(binary) -> array<bigint>``: the ids of a set, ascending (decoding for output).
 """
 
 from __future__ import annotations
@@ -25,7 +23,6 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from dltrace.bddsets import contains_any_batch, count_bytes
 from dltrace.bddsets.bulk import ids_by_row, union_by_row
 from dltrace.bddsets.encoding import DecodedBatch, decode_buffer
 
@@ -119,16 +116,6 @@ def ids_column(sets: pa.Array) -> pa.Array:
     )
 
 
-def count_column(sets: pa.Array) -> pa.Array:
-    return pa.array([None if b is None else count_bytes(b) for b in sets.to_pylist()], type=pa.int64())
-
-
-def contains_any_column(sets: pa.Array, probes: pa.Array) -> pa.Array:
-    """Row by row, whether the set holds any of the probe ids (the same probes on all rows)."""
-    first = next((p for p in probes.to_pylist() if p is not None), [])
-    return pa.array(contains_any_batch(sets.to_pylist(), np.asarray(first, dtype=np.int64)), type=pa.bool_())
-
-
 def register(spark) -> None:
     """Make the functions callable from SQL in ``spark`` (once per session)."""
     if id(spark) in _registered:
@@ -137,6 +124,4 @@ def register(spark) -> None:
 
     spark.udf.register("dl_bdd_union", arrow_udf(union_column, "binary"))
     spark.udf.register("dl_ids", arrow_udf(ids_column, "array<bigint>"))
-    spark.udf.register("dl_count", arrow_udf(count_column, "bigint"))
-    spark.udf.register("dl_contains_any", arrow_udf(contains_any_column, "boolean"))
     _registered.add(id(spark))
