@@ -1,10 +1,10 @@
-"""The batch UDFs (one shared roBDD forest per Arrow batch) against per-row unions and Python sets.
+"""The batch UDFs (all sets of an Arrow batch encoded together) against per-row unions and Python sets.
 
-``dl_bdd_union`` and ``dl_ids`` build and decode all rows of a batch together. Each row's
-bytes must still be exactly the canonical encoding that the per-row path
+``dl_bdd_union`` and ``dl_ids`` encode and decode all rows of a batch together. Each row's
+bytes must still be exactly the compact encoding that the per-row path
 (:func:`union_bytes`, :func:`bytes_from_ids`) gives, and hold exactly the set union of
 the row's inputs: the tests compare all three, on batches with empty rows, NULLs, rows
-sharing sets, ids at both ends of the id range and huge runs.
+sharing sets, ids at both ends of the id range, huge runs and periodic sets (roBDDs).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from dltrace.bddsets import bytes_from_ids, ids_from_bytes, union_bytes
 from dltrace.bddsets.base import ids_to_keys
-from dltrace.bddsets.encoding import encode_sorted_keys
-from dltrace.bddsets.runs import merge_owned_runs, owned_runs_from_keys
+from dltrace.bddsets.encoding import encode_sorted_keys, encode_sorted_sets
+from dltrace.bddsets.runs import merge_owned_runs, owned_runs_from_keys, runs_from_keys
 from dltrace.udafs import ids_column, union_column
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
@@ -70,8 +70,8 @@ def expected_ids(sets: list[bytes | None] | None, ids: list[int | None] | None) 
 
 
 def per_row_union(sets: list[bytes | None] | None, ids: list[int | None] | None) -> bytes:
-    """The row's roBDD by the per-row path."""
-    return union_bytes([*(sets or []), bytes_from_ids([i for i in ids or [] if i is not None], "bdd")], "bdd")
+    """The row's compact encoding by the per-row path."""
+    return union_bytes([*(sets or []), bytes_from_ids([i for i in ids or [] if i is not None], "bdd")], "compact")
 
 
 @pytest.mark.slow
@@ -83,7 +83,7 @@ def test_batch_union_equals_per_row_union_and_set_union(batch: tuple[list, list]
     assert out.type == pa.binary() and len(out) == len(ids) and out.null_count == 0
     for row, data in enumerate(out.to_pylist()):
         assert data == per_row_union(sets[row], ids[row])
-        assert data == bytes_from_ids(expected_ids(sets[row], ids[row]), "bdd")
+        assert data == bytes_from_ids(expected_ids(sets[row], ids[row]), "compact")
         assert ids_from_bytes(data).tolist() == expected_ids(sets[row], ids[row])
 
 
@@ -124,7 +124,7 @@ def test_empty_batch_and_empty_rows() -> None:
     assert len(union_column(pa.array([], SETS), pa.array([], IDS))) == 0
     assert len(ids_column(pa.array([], pa.binary()))) == 0
     out = union_column(pa.array([None, [], [None]], SETS), pa.array([[], None, [None]], IDS)).to_pylist()
-    assert out == [bytes_from_ids([], "bdd")] * 3
+    assert out == [bytes_from_ids([], "compact")] * 3
 
 
 def test_a_corrupt_set_is_refused_not_skipped() -> None:
@@ -143,8 +143,8 @@ def test_huge_runs_and_every_id() -> None:
     ids = [[(5 << 48) + 17], [(5 << 48) - 1], [], [INT64_MIN, INT64_MAX]]
     out = union_column(pa.array(sets, SETS), pa.array(ids, IDS)).to_pylist()
     assert out == [per_row_union(s, i) for s, i in zip(sets, ids)]
-    assert out[0] == union_bytes([whole_table], "bdd") and out[2] == out[3] == union_bytes([everything], "bdd")
-    assert len(out[2]) == 7  # the TRUE terminal: header, no nodes, root 1
+    assert out[0] == union_bytes([whole_table], "compact") and out[2] == out[3] == union_bytes([everything], "compact")
+    assert out[2] == everything  # one run: header, mode, count, first id, length
 
 
 def test_many_rows_share_one_large_set() -> None:
@@ -154,7 +154,7 @@ def test_many_rows_share_one_large_set() -> None:
     own = (2 << 48) + np.arange(rows) * 3
     out = union_column(pa.array([[shared]] * rows, SETS), pa.array([[int(i)] for i in own], IDS)).to_pylist()
     for row in (0, 1, 4_999, rows - 1):
-        assert out[row] == union_bytes([shared, bytes_from_ids([int(own[row])])], "bdd")
+        assert out[row] == union_bytes([shared, bytes_from_ids([int(own[row])])], "compact")
     assert len(set(out)) == rows
 
 
@@ -185,10 +185,32 @@ def test_owned_runs_are_each_owners_maximal_runs(runs: list[tuple[int, int, int]
 def test_rows_repeating_the_row_before_are_built_once_and_right() -> None:
     """A subquery's lineage copy is the same id array on every row: the UDF builds it once,
     and rows that only look alike (same length, other ids or order, or with sets) stay apart."""
-    copy = [(2 << 48) + i for i in range(0, 3000, 3)]
+    copy = [(2 << 48) + i for i in range(0, 6000, 3)]  # over REPEAT_MIN_IDS, and periodic
     other = [*copy[:-1], copy[-1] + 1]
     sets = [[], [], None, [], [bytes_from_ids([5])], [], [], []]
     ids = [copy, copy, copy, other, copy, copy, copy[::-1], [7]]
     out = union_column(pa.array(sets, SETS), pa.array(ids, IDS)).to_pylist()
     assert out == [per_row_union(s, i) for s, i in zip(sets, ids)]
     assert out[0] == out[1] == out[2] == out[5] == out[6] != out[3]
+
+
+@settings(max_examples=100, deadline=None, derandomize=True)
+@given(st.lists(st.none() | id_lists(), max_size=8))
+def test_batch_sorted_encodings_equal_per_set_encodings(rows: list[list[int] | None]) -> None:
+    """encode_sorted_sets gives each set of a batch the bytes encode_sorted_keys gives it alone:
+    empty sets, single ids, both ends of the id range, and (None here) the full range."""
+    runs = [
+        (np.array([0], dtype=np.uint64), np.array([(1 << 64) - 1], dtype=np.uint64))
+        if row is None
+        else runs_from_keys(ids_to_keys(np.array(row, dtype=np.int64)))
+        for row in rows
+    ]
+    lo = np.concatenate([r[0] for r in runs] or [np.empty(0, np.uint64)])
+    hi = np.concatenate([r[1] for r in runs] or [np.empty(0, np.uint64)])
+    owner = np.repeat(np.arange(len(rows)), [r[0].size for r in runs])
+    data, offsets = encode_sorted_sets(lo, hi, owner, len(rows))
+    for row, (row_lo, row_hi) in enumerate(runs):
+        encoded = data[offsets[row] : offsets[row + 1]].tobytes()
+        assert encoded == encode_sorted_keys(row_lo, row_hi)
+        if rows[row] is not None:
+            assert ids_from_bytes(encoded).tolist() == rows[row]

@@ -50,6 +50,9 @@ ANCHORS = (
     (1 << 62) - 7,
     INT64_MAX - 24,
 )
+KINDS = ("set", "bdd", "compact")
+# TPC-H Q13's periodic lineage in small: every id but each third (its roBDD is tiny)
+EVERY_THIRD_KEPT = [(3 << 48) + k for k in range(3_000) if k % 3]
 FAST = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
 
 
@@ -117,11 +120,11 @@ def test_implementations_agree_with_python_sets(ids: list[int], other_ids: list[
 
 
 @FAST
-@given(st.lists(st.one_of(st.none(), st.tuples(id_lists(max_runs=3), st.sampled_from(["set", "bdd"]))), max_size=12))
+@given(st.lists(st.one_of(st.none(), st.tuples(id_lists(max_runs=3), st.sampled_from(KINDS))), max_size=12))
 def test_union_bytes_is_set_union(inputs: list[tuple[list[int], str] | None]) -> None:
     encodings = [None if item is None else bytes_from_ids(item[0], item[1]) for item in inputs]
     expected = sorted(set().union(*(item[0] for item in inputs if item is not None)))
-    for kind in ("set", "bdd"):
+    for kind in KINDS:
         merged = union_bytes(encodings, kind)
         assert ids_from_bytes(merged).tolist() == expected
         assert count_bytes(merged) == len(expected)
@@ -129,7 +132,7 @@ def test_union_bytes_is_set_union(inputs: list[tuple[list[int], str] | None]) ->
 
 
 @FAST
-@given(st.lists(id_lists(max_runs=3), max_size=6), id_lists(max_runs=2), st.sampled_from(["set", "bdd"]))
+@given(st.lists(id_lists(max_runs=3), max_size=6), id_lists(max_runs=2), st.sampled_from(KINDS))
 def test_contains_any_matches_python(rows: list[list[int]], probes: list[int], kind: str) -> None:
     encodings: list[bytes | None] = [bytes_from_ids(row, kind) for row in rows] + [None]
     expected = [bool(set(row) & set(probes)) for row in rows] + [False]
@@ -138,7 +141,7 @@ def test_contains_any_matches_python(rows: list[list[int]], probes: list[int], k
         assert contains_any_bytes(encoding, probes) is bool(set(row) & set(probes))
 
 
-@pytest.mark.parametrize("kind", ["set", "bdd"])
+@pytest.mark.parametrize("kind", KINDS)
 def test_singleton_bytes_equal_single_encodings(kind: str) -> None:
     ids = [INT64_MIN, -1, 0, 1, 1 << 48, (1 << 48) + 12_345, INT64_MAX, 1 << 48]
     assert singleton_bytes(ids, kind) == [bytes_from_ids([i], kind) for i in ids]
@@ -186,7 +189,7 @@ def test_every_id_and_no_id() -> None:
         len(BddSet.from_bytes(everything))
     with pytest.raises(ValueError, match="too large"):
         ids_from_bytes(everything)
-    for kind in ("set", "bdd"):
+    for kind in KINDS:
         nothing = bytes_from_ids([], kind)
         assert count_bytes(nothing) == 0 and ids_from_bytes(nothing).size == 0
         assert union_bytes([], kind) == nothing == union_bytes([None, nothing], kind)
@@ -201,6 +204,33 @@ def test_sorted_encoding_picks_runs_for_clusters_and_deltas_for_scatter() -> Non
     assert len(runs) < 20 and len(deltas) < 10_050
     assert np.array_equal(ids_from_bytes(runs), clustered)
     assert np.array_equal(ids_from_bytes(deltas), scattered)
+
+
+@FAST
+@given(id_lists(max_runs=8))
+def test_compact_is_sorted_unless_a_periodic_set_is_smaller_as_a_robdd(ids: list[int]) -> None:
+    compact, bdd_bytes, sorted_bytes = (bytes_from_ids(ids, kind) for kind in KINDS[::-1])
+    assert ids_from_bytes(compact).tolist() == ids and count_bytes(compact) == len(ids)
+    assert compact in (sorted_bytes, bdd_bytes) and len(compact) <= len(sorted_bytes)
+    if compact == bdd_bytes != sorted_bytes:
+        assert len(bdd_bytes) < len(sorted_bytes)
+
+
+def test_compact_edges_decode_exactly() -> None:
+    """Empty, one id, both ends of the id range, a run over a table-code boundary, every id."""
+    for ids in ([], [INT64_MIN], [INT64_MAX], [INT64_MIN, -1, 0, INT64_MAX], list(range((1 << 48) - 9, (1 << 48) + 9))):
+        data = bytes_from_ids(ids, "compact")
+        assert data == bytes_from_ids(ids, "set") and ids_from_bytes(data).tolist() == ids
+    everything = union_bytes([header(2) + bytes((0, 1))], "compact")  # the roBDD TRUE, as one run
+    assert everything[4] == 1 and count_bytes(everything) == 1 << 64 and len(everything) < 30
+
+
+def test_compact_keeps_a_periodic_set_as_a_robdd() -> None:
+    compact, sorted_bytes = bytes_from_ids(EVERY_THIRD_KEPT, "compact"), bytes_from_ids(EVERY_THIRD_KEPT, "set")
+    assert compact == bytes_from_ids(EVERY_THIRD_KEPT, "bdd") and 10 * len(compact) < len(sorted_bytes)
+    assert ids_from_bytes(compact).tolist() == EVERY_THIRD_KEPT
+    scattered = [(3 << 48) + k * k for k in range(3_000)]  # as many runs, none alike: sorted
+    assert bytes_from_ids(scattered, "compact") == bytes_from_ids(scattered, "set")
 
 
 def test_union_all_mixes_representations() -> None:
@@ -302,9 +332,11 @@ def test_corrupt_bytes_raise_a_one_line_error(name: str) -> None:
         union_bytes([bytes_from_ids([1, 2], "bdd"), data], "set")
 
 
-@pytest.mark.parametrize("kind", ["set", "bdd"])
+@pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize(
-    "ids", [[5], [INT64_MIN, INT64_MAX], list(range(1 << 48, (1 << 48) + 300)) + [7 << 48]], ids=["one", "ends", "run"]
+    "ids",
+    [[5], [INT64_MIN, INT64_MAX], list(range(1 << 48, (1 << 48) + 300)) + [7 << 48], EVERY_THIRD_KEPT],
+    ids=["one", "ends", "run", "periodic"],
 )
 def test_truncated_or_extended_bytes_raise(kind: str, ids: list[int]) -> None:
     data = bytes_from_ids(ids, kind)
@@ -317,7 +349,7 @@ def test_truncated_or_extended_bytes_raise(kind: str, ids: list[int]) -> None:
 
 
 @settings(max_examples=200, deadline=None, derandomize=True)
-@given(id_lists(max_runs=3), st.sampled_from(["set", "bdd"]), st.data())
+@given(id_lists(max_runs=3), st.sampled_from(KINDS), st.data())
 def test_mutated_bytes_fail_or_decode_consistently(ids: list[int], kind: str, data: st.DataObject) -> None:
     original = bytes_from_ids(ids, kind)
     position = data.draw(st.integers(0, len(original) - 1))

@@ -13,7 +13,7 @@ import pytest
 
 from tpch import baselines
 from tpch.bench import checked_modes, forward_targets, run_bench
-from tpch.harness import CannotRun, Figure, Mode, Panel, measure, write_report
+from tpch.harness import CannotRun, Figure, Measurement, Mode, Panel, Results, measure, write_report
 from tpch.queries import load
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -101,6 +101,20 @@ def test_harness_reports_runs_without_a_time(tmp_path):
     assert "| refuses / original | fails / original |" in report
     assert "* a `refuses`: cannot run: no such representation" in report
     assert (tmp_path / "f.png").read_bytes().startswith(PNG_MAGIC)
+
+
+def test_forward_targets_are_those_of_docs_targets():
+    """`bdd` has its own limits (median 1.3x, none over 3x, Q10 within 1.5x of `set`)."""
+    results = Results(["q1", "q10"], ["original", "set", "bdd"])
+    seconds = {("q1", "original"): 1.0, ("q1", "set"): 1.0, ("q1", "bdd"): 1.2,
+               ("q10", "original"): 1.0, ("q10", "set"): 1.2, ("q10", "bdd"): 2.0}
+    results.measurements = [Measurement(q, m, 1, t) for (q, m), t in seconds.items()]
+    verdicts = {t.description: t.evaluate(results) for t in forward_targets(["original", "set", "bdd"], [],
+                                                                            ["q1", "q10"])}
+    assert verdicts["TPC-H queries, `set`: median <= 1.15x"] == ("median 1.100x", True)
+    assert verdicts["TPC-H queries, `bdd`: median <= 1.3x"] == ("median 1.600x", False)
+    assert verdicts["TPC-H queries, `bdd`: none over 3x"] == ("worst q10 2.00x", True)
+    assert verdicts["TPC-H Q10, `bdd` within 1.5x of `set`"] == ("q10: 1.67x", False)
 
 
 def test_bench_writes_report_with_ratios_and_figures(tpch, tmp_path):

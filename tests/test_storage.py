@@ -108,7 +108,9 @@ def test_a_reader_waits_out_a_replacing_rename(object_store) -> None:
     target = object_store / "catalog.json"
     object_store.mkdir()
     (object_store / ".catalog-1-1.json").write_text("{}")
-    threading.Timer(0.2, target.write_text, ["{\"version\": 2}"]).start()
+    (object_store / "staged.json").write_text("{\"version\": 2}")
+    # published whole (a copy, under the mock's lock), as a rename publishes it on HDFS
+    threading.Timer(0.2, object_store.fs.copy_file, [(object_store / "staged.json").path, target.path]).start()
     assert json.loads(target.read_text()) == {"version": 2}
     target.unlink()
     (object_store / ".catalog-1-1.json").unlink()

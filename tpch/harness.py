@@ -247,6 +247,18 @@ def ratio_target(description: str, mode: str, queries: list[str], statistic: str
     return Target(description, evaluate)
 
 
+def versus_target(description: str, mode: str, other: str, query: str, limit: float) -> Target:
+    """``mode``'s median time on ``query`` at most ``limit`` times ``other``'s."""
+
+    def evaluate(results: Results) -> tuple[str, bool | None]:
+        time_, reference = results.median(query, mode), results.median(query, other)
+        if time_ is None or not reference:
+            return f"{query} did not run in both {mode} and {other}", None
+        return f"{query}: {time_ / reference:.2f}x", time_ / reference <= limit
+
+    return Target(description, evaluate)
+
+
 def faster_target(description: str, fast: list[str], slow: str, queries: list[str]) -> Target:
     """The best of the ``fast`` modes takes less time than ``slow`` on every query where both ran."""
 

@@ -12,9 +12,10 @@ Implementations:
 * ``sorted``: :class:`SortedIdSet` objects (numpy arrays, the paper's "set").
 * ``bdd``: :class:`BddSet` objects in CUDD; build includes loading the BDD into
   CUDD, union is CUDD's apply on two loaded BDDs.
-* ``set-bytes`` / ``bdd-bytes``: the byte-level helpers the Spark UDFs call
-  (:func:`bytes_from_ids`, :func:`union_bytes`, :func:`contains_any_bytes`),
+* ``set-bytes`` / ``bdd-bytes`` / ``compact-bytes``: the byte-level helpers the Spark
+  UDFs call (:func:`bytes_from_ids`, :func:`union_bytes`, :func:`contains_any_bytes`),
   from ids or bytes to bytes; membership is one "any of 1000 probes" call.
+  ``compact`` is what the UDFs write: sorted, or the roBDD where smaller.
 * ``pyeda``: :class:`PyedaBddSet`, only while it stays fast enough.
 
 A case is skipped, and says so, when the previous size of the same shape
@@ -24,7 +25,8 @@ linearly with the size).
 Shapes (ids of one table, ``(7 << 48) + 12345`` onward): *clustered* runs of
 consecutive ids with geometric lengths and gaps of mean 50 (chronological ids
 of rows a query selects); *random* ids, each present with probability 1/16;
-*range* one run of consecutive ids. The second set of a union is the same shape
+*range* one run of consecutive ids; *periodic* every id but each third (TPC-H Q13's
+customers with orders: where a roBDD is far smaller than any id list). The second set of a union is the same shape
 shifted by half its span (random: an independent draw over the same span).
 
 >>> rows = run([1000], shapes=["range"], implementations=["sorted"], report=lambda line: None)
@@ -53,8 +55,8 @@ BASE_ID = (7 << 48) + 12_345
 MEAN_RUN = 50
 RANDOM_DENSITY = 1 / 16
 PROBES = 1000
-SHAPES = ("clustered", "random", "range")
-IMPLEMENTATIONS = ("sorted", "bdd", "set-bytes", "bdd-bytes", "pyeda")
+SHAPES = ("clustered", "random", "range", "periodic")
+IMPLEMENTATIONS = ("sorted", "bdd", "set-bytes", "bdd-bytes", "compact-bytes", "pyeda")
 DEFAULT_SIZES = (1_000, 10_000, 100_000, 1_000_000, 10_000_000)
 
 
@@ -80,6 +82,8 @@ def make_ids(shape: str, size: int, seed: int) -> np.ndarray:
         return np.arange(BASE_ID, BASE_ID + size, dtype=np.int64)
     if shape == "random":
         return BASE_ID + np.cumsum(rng.geometric(RANDOM_DENSITY, size)).astype(np.int64)
+    if shape == "periodic":
+        return BASE_ID + (np.arange(size, dtype=np.int64) * 3 + 1) // 2
     runs = size // MEAN_RUN + 16
     lengths = rng.geometric(1 / MEAN_RUN, runs)
     while lengths.sum() < size:
@@ -146,10 +150,8 @@ def _measure_bytes(kind: str, ids: np.ndarray, other: np.ndarray, probes: np.nda
 
 def measure(implementation: str, ids: np.ndarray, other: np.ndarray, probes: np.ndarray) -> dict[str, Any]:
     """Timings and encoded size of one implementation on one pair of sets."""
-    if implementation == "set-bytes":
-        return _measure_bytes("set", ids, other, probes)
-    if implementation == "bdd-bytes":
-        return _measure_bytes("bdd", ids, other, probes)
+    if implementation.endswith("-bytes"):
+        return _measure_bytes(implementation.removesuffix("-bytes"), ids, other, probes)
     classes = {"sorted": SortedIdSet, "bdd": BddSet, "pyeda": PyedaBddSet}
     return _measure_objects(classes[implementation], ids, other, probes)
 
@@ -207,7 +209,7 @@ def small_sets_union(groups: int = 20, per_group: int = 1000, seed: int = 0) -> 
         for _ in range(groups)
     ]
     timings = []
-    for kind in ("set", "bdd"):
+    for kind in ("set", "bdd", "compact"):
         encoded = [[bytes_from_ids(ids, kind) for ids in group] for group in id_groups]
         elapsed, _ = timed(lambda: [union_bytes(group, kind) for group in encoded], max_repeats=2)
         timings.append((f"union_bytes(..., {kind!r})", elapsed / (groups * per_group) * 1e6))
@@ -217,7 +219,7 @@ def small_sets_union(groups: int = 20, per_group: int = 1000, seed: int = 0) -> 
     set_row = np.repeat(np.arange(groups), per_group)
     no_ids = np.empty(0, dtype=np.int64)
     elapsed, _ = timed(lambda: union_by_row(groups, decoded, set_row, no_ids, no_ids), max_repeats=2)
-    timings.append(("union_by_row (one batch, 'bdd')", elapsed / (groups * per_group) * 1e6))
+    timings.append(("union_by_row (one batch, 'compact')", elapsed / (groups * per_group) * 1e6))
     for cls in (SortedIdSet, BddSet):  # in-memory objects, BDDs already loaded into CUDD
         objects = [[cls.from_ids(ids) for ids in group] for group in id_groups[:5]]
         for lineage in (s for group in objects for s in group if isinstance(s, BddSet)):

@@ -7,8 +7,10 @@ a batch of encodings is decoded in one vectorized pass, unions are merges of
 runs, and roBDDs are rebuilt level by level. ``None`` stands for SQL NULL and
 is treated as the empty set (the padded side of an outer join contributes ∅).
 
-``kind`` is ``"set"`` (sorted ids) or ``"bdd"`` (roBDD); inputs of either kind
-may be mixed, the output has the requested kind.
+``kind`` is ``"set"`` (sorted ids), ``"bdd"`` (roBDD) or ``"compact"`` (per set,
+whichever of the two is smaller: what the Spark UDFs write, see
+:func:`~dltrace.bddsets.encoding.compact_encodings`); inputs of either kind may be
+mixed, the output has the requested kind.
 
 >>> a = bytes_from_ids([10, 11, 12], "bdd")
 >>> b = bytes_from_ids([12, 40], "set")
@@ -38,20 +40,21 @@ import numpy as np
 from .base import LineageSet, as_id_array, ids_to_keys, keys_to_ids
 from .bdd import BddSet
 from .encoding import (
+    COMPACT,
     KIND_BDD,
     DecodedBatch,
+    compact_encodings,
     decode_batch,
     encode_sorted_keys,
     encode_table,
-    encode_tables,
     kind_code,
     kind_of,
     singleton_sorted_bytes,
     singleton_table_bytes,
     union_runs,
 )
-from .nodetable import build_from_runs, build_tables, contains_keys, count_root
-from .runs import keys_from_runs, merge_owned_runs, owned_runs_from_keys, run_total, runs_from_keys
+from .nodetable import build_from_runs, contains_keys, count_root
+from .runs import distinct_owned_keys, keys_from_runs, merge_owned_runs, owned_runs, run_total, runs_from_keys
 from .sorted_set import SortedIdSet
 
 # Probe walks handle at most this many (set, probe) pairs at a time.
@@ -64,6 +67,9 @@ def decode(data: bytes) -> LineageSet:
 
 
 def _encode_runs(lo: np.ndarray, hi: np.ndarray, kind: str) -> bytes:
+    if kind == COMPACT:
+        data, _ = compact_encodings(lo, hi, np.zeros(lo.size, dtype=np.int64), 1)
+        return data.tobytes()
     if kind_code(kind) == KIND_BDD:
         return encode_table(build_from_runs(lo, hi))
     return encode_sorted_keys(lo, hi)
@@ -77,9 +83,9 @@ def bytes_from_ids(ids: Any, kind: str = "bdd") -> bytes:
 def singleton_bytes(ids: Any, kind: str = "bdd") -> list[bytes]:
     """One encoding per id, ``{id}``, for a whole column at once (base-row lineage)."""
     keys = ids_to_keys(np.asarray(ids, dtype=np.int64).reshape(-1))
-    if kind_code(kind) == KIND_BDD:
+    if kind != COMPACT and kind_code(kind) == KIND_BDD:
         return singleton_table_bytes(keys)
-    return singleton_sorted_bytes(keys)
+    return singleton_sorted_bytes(keys)  # compact too: one id is never periodic
 
 
 def _only_keys(batch: DecodedBatch) -> bool:
@@ -100,7 +106,8 @@ def union_bytes(encodings: Iterable[bytes | None], kind: str = "bdd") -> bytes:
     Cost follows the total number of runs (and roBDD paths) of the inputs, not
     their ids, so clustered lineage of millions of ids unions cheaply.
     """
-    kind_code(kind)  # reject an unknown kind before decoding anything
+    if kind != COMPACT:
+        kind_code(kind)  # reject an unknown kind before decoding anything
     present = [data for data in encodings if data is not None]
     return _encode_runs(*union_runs(decode_batch(present)), kind)
 
@@ -108,20 +115,22 @@ def union_bytes(encodings: Iterable[bytes | None], kind: str = "bdd") -> bytes:
 def union_by_row(
     rows: int, sets: DecodedBatch, set_row: np.ndarray, ids: np.ndarray, id_row: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Per row, the roBDD of the union of its sets and ids, for all rows at once.
+    """Per row, the compact encoding of the union of its sets and ids, for all rows at once.
 
     ``set_row`` gives the row of each decoded input of ``sets``, ``id_row`` the
     row of each of ``ids`` (int64, any order, duplicates allowed); rows with
     neither are empty. Returns the encodings concatenated (uint8) and their
-    offsets: each is the same canonical encoding :func:`union_bytes` gives.
+    offsets: each is the same encoding ``union_bytes(..., "compact")`` gives.
     """
-    lo, hi, owner = owned_runs_from_keys(ids_to_keys(ids), id_row)
-    if set_row.size:
-        set_lo, set_hi, set_input = sets.blocks()
-        lo, hi, owner = merge_owned_runs(
-            np.concatenate((lo, set_lo)), np.concatenate((hi, set_hi)), np.concatenate((owner, set_row[set_input]))
-        )
-    return encode_tables(build_tables(lo, hi, owner, rows))
+    keys, key_owner = distinct_owned_keys(ids_to_keys(ids), id_row)
+    lo, hi, owner = owned_runs(keys, key_owner)
+    if not set_row.size:
+        return compact_encodings(lo, hi, owner, rows, keys, key_owner)
+    set_lo, set_hi, set_input = sets.blocks()
+    lo, hi, owner = merge_owned_runs(
+        np.concatenate((lo, set_lo)), np.concatenate((hi, set_hi)), np.concatenate((owner, set_row[set_input]))
+    )
+    return compact_encodings(lo, hi, owner, rows)
 
 
 def ids_by_row(rows: int, sets: DecodedBatch, set_row: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

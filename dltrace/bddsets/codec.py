@@ -25,20 +25,23 @@ _LOW7 = np.uint64(0x7F)
 
 
 def varint_sizes(values: np.ndarray) -> np.ndarray:
-    """Bytes each uint64 value takes as a varint (1..10), as int64."""
-    sizes = np.ones(values.shape, dtype=np.int64)
-    largest = values.max(initial=0)
-    for threshold in _SIZE_THRESHOLDS:
-        if largest < threshold:  # most values are small: skip the passes that add nothing
+    """Bytes each uint64 value of a 1-D array takes as a varint (1..10), as int64."""
+    values = values.reshape(-1)
+    sizes = np.ones(values.size, dtype=np.int64)
+    longer = np.flatnonzero(values >= _SIZE_THRESHOLDS[0])
+    for threshold in _SIZE_THRESHOLDS[1:]:  # most values are small: later passes see only the long ones
+        if not longer.size:
             break
-        sizes += values >= threshold
+        sizes[longer] += 1
+        longer = longer[values[longer] >= threshold]
+    sizes[longer] += 1
     return sizes
 
 
-def encode_varints(values: np.ndarray) -> bytes:
-    """LEB128-encode a uint64 array into one byte string."""
+def encode_varints(values: np.ndarray, sizes: np.ndarray | None = None) -> bytes:
+    """LEB128-encode a uint64 array into one byte string (``sizes``: its varint_sizes, when known)."""
     values = values.astype(np.uint64, copy=False)
-    sizes = varint_sizes(values)
+    sizes = varint_sizes(values) if sizes is None else sizes
     out = np.empty(int(sizes.sum()), dtype=np.uint8)
     positions = np.cumsum(sizes) - sizes
     remaining, left = values, sizes

@@ -10,7 +10,8 @@ Python UDFs inside scalar subqueries).
 * ``set``: ``array<bigint>`` with distinct ids, sorted in the final ``DL``; built-in
   functions only, so native aggregates aggregate map-side and the SQL runs in
   ``spark-sql`` unchanged.
-* ``bdd``: ``binary`` roBDDs (paper §4) built by the Arrow UDF ``dl_bdd_union``
+* ``bdd``: ``binary`` encoded sets, each a roBDD (paper §4) or a sorted id list, whichever
+  is smaller (:mod:`dltrace.bddsets.encoding`), built by the Arrow UDF ``dl_bdd_union``
   (:mod:`dltrace.udafs`) from native ``collect_set``/``collect_list`` results, so Spark
   still groups map-side and Python runs once per group or output row.
 """
@@ -173,8 +174,14 @@ def _is_union(sql: exp.Expression) -> bool:
     return isinstance(sql, exp.Anonymous) and sql.name == "dl_bdd_union"
 
 
+def computed_in_python(sql: exp.Expression) -> bool:
+    """Whether a ``DL`` value is a Python UDF's result (whose native arguments may be
+    computed apart from the call: the output rule then calls it above an ORDER BY)."""
+    return _is_union(sql)
+
+
 class BddRepresentation:
-    """``DL`` as ``binary``: a serialized roBDD."""
+    """``DL`` as ``binary``: an encoded set (sorted ids, or a roBDD where that is smaller)."""
 
     name = "bdd"
     set_kind = Kind.BDD

@@ -1,14 +1,17 @@
 """The Spark side of roBDD lineage: ``DLUNION`` and friends as Arrow UDFs over bytes.
 
-A ``bdd`` lineage set is a ``binary`` cell holding a serialized roBDD
-(:mod:`dltrace.bddsets`).  CUDD functions cannot cross process boundaries, so every
-function here takes and returns bytes.  Grouping stays native: the rewriter feeds these
-functions ``collect_set``/``collect_list`` results, so Spark still aggregates map-side
-and a UDF sees groups (or output rows), never input rows.  Each Arrow batch is handled
-whole (:func:`dltrace.bddsets.bulk.union_by_row`): its sets are decoded straight from
-the Arrow buffers and all its roBDDs are built in the same numpy passes, so Python's
-work follows the batch's ids and roBDD nodes, not its number of rows (per-row Python
-had made Q10's 37,967 output rows cost 127 s at SF 1).
+A ``bdd`` lineage set is a ``binary`` cell holding an encoded set
+(:mod:`dltrace.bddsets.encoding`): the compact choice per set, sorted ids (gaps or
+runs as varints) or a roBDD where that is smaller (periodic sets).  CUDD functions
+cannot cross process boundaries, so every function here takes and returns bytes, and
+every one reads both kinds.  Grouping stays native: the rewriter feeds these functions
+``collect_set``/``collect_list`` results, so Spark still aggregates map-side and a UDF
+sees groups (or output rows), never input rows.  Each Arrow batch is handled whole
+(:func:`dltrace.bddsets.bulk.union_by_row`): its sets are decoded straight from the
+Arrow buffers and all its sets are encoded in the same numpy passes, so Python's work
+follows the batch's ids, not its number of rows (per-row Python had made Q10's 37,967
+output rows cost 127 s at SF 1; a roBDD per row, about 40 nodes per scattered id, still
+cost 10x the sorted encoding's time and 15x its bytes).
 
 * ``dl_bdd_union(sets array<binary>, ids array<bigint>) -> binary``: the union of the sets
   and the ids (NULL sets and NULL ids count as ∅) — DLUNION, joins and the final DL;
@@ -24,6 +27,7 @@ from dltrace.bddsets.bulk import ids_by_row, union_by_row
 from dltrace.bddsets.encoding import DecodedBatch, decode_buffer
 
 _registered: set[int] = set()
+REPEAT_MIN_IDS = 1024
 
 
 def _row_slices(lists: pa.Array) -> tuple[np.ndarray, np.ndarray, pa.Array]:
@@ -60,43 +64,46 @@ def _binary_column(data: np.ndarray, offsets: np.ndarray) -> pa.Array:
     )
 
 
-def _repeats_previous(rows: int, id_row: np.ndarray, ids: np.ndarray, set_row: np.ndarray) -> np.ndarray:
+def _repeats_previous(sets: pa.ListArray, ids: pa.ListArray) -> np.ndarray:
     """Rows without sets whose ids are those of the row before, in the same order.
 
-    A subquery's lineage copy is the same array on every row (Q11: 1048 rows of
-    the same 32k ids); its roBDD is then built once, not once per row.
+    A subquery's lineage copy is the same array on every row (Q11: 1048 rows of the
+    same 32k ids); its set is then built once per batch, not once per row. Only rows
+    of at least ``REPEAT_MIN_IDS`` ids are compared (slice against slice), so this loop
+    runs at most once per that many ids; smaller rows cost less to build than to compare.
     """
-    counts = np.bincount(id_row, minlength=rows)
-    no_sets = np.bincount(set_row, minlength=rows) == 0
-    repeats = np.zeros(rows, dtype=bool)
-    repeats[1:] = no_sets[1:] & no_sets[:-1] & (counts[1:] == counts[:-1]) & (counts[1:] > 0)
-    candidates = np.flatnonzero(repeats)
-    if candidates.size:
-        sizes = counts[candidates]
-        firsts = (np.cumsum(counts) - counts)[candidates]
-        positions = np.arange(int(sizes.sum())) + np.repeat(firsts - (np.cumsum(sizes) - sizes), sizes)
-        differs = ids[positions] != ids[positions - np.repeat(sizes, sizes)]
-        repeats[np.repeat(candidates, sizes)[differs]] = False
+    repeats = np.zeros(len(ids), dtype=bool)
+    if len(ids) < 2 or ids.values.null_count or ids.null_count:
+        return repeats
+    offsets = ids.offsets.to_numpy()
+    counts = np.diff(offsets)
+    no_sets = np.diff(sets.offsets.to_numpy()) == 0
+    candidates = np.flatnonzero(
+        no_sets[1:] & no_sets[:-1] & (counts[1:] == counts[:-1]) & (counts[1:] >= REPEAT_MIN_IDS)
+    ) + 1
+    values = ids.values.to_numpy()
+    for row in candidates.tolist():
+        repeats[row] = np.array_equal(values[offsets[row] : offsets[row + 1]], values[offsets[row - 1] : offsets[row]])
     return repeats
 
 
 def union_column(sets: pa.Array, ids: pa.Array) -> pa.Array:
-    """Row by row, the roBDD of ``sets ∪ ids``; all rows of the batch built together."""
+    """Row by row, the compact encoding of ``sets ∪ ids``; all rows of the batch built together."""
+    sets = sets.combine_chunks() if isinstance(sets, pa.ChunkedArray) else sets
+    ids = ids.combine_chunks() if isinstance(ids, pa.ChunkedArray) else ids
+    kept = ~_repeats_previous(sets, ids)
+    if kept.all():
+        return _union(sets, ids)
+    rows = pa.array(np.flatnonzero(kept))
+    return _union(sets.take(rows), ids.take(rows)).take(pa.array(np.cumsum(kept) - 1))
+
+
+def _union(sets: pa.ListArray, ids: pa.ListArray) -> pa.Array:
     set_row, set_valid, set_values = _row_slices(sets)
     id_row, id_valid, id_values = _row_slices(ids)
     id_numbers = id_values.fill_null(0).to_numpy()[id_valid].astype(np.int64, copy=False)  # (NULLs would give floats)
-    set_row, id_row = set_row[set_valid], id_row[id_valid]
     decoded = _decode_column(set_values, set_valid)
-    rows = len(ids)
-    kept = ~_repeats_previous(rows, id_row, id_numbers, set_row)
-    if kept.all():
-        return _binary_column(*union_by_row(rows, decoded, set_row, id_numbers, id_row))
-    distinct = np.cumsum(kept) - 1  # each row's last row not repeating the one before
-    id_kept = kept[id_row]
-    built = _binary_column(
-        *union_by_row(int(kept.sum()), decoded, distinct[set_row], id_numbers[id_kept], distinct[id_row[id_kept]])
-    )
-    return built.take(pa.array(distinct))
+    return _binary_column(*union_by_row(len(ids), decoded, set_row[set_valid], id_numbers, id_row[id_valid]))
 
 
 def ids_column(sets: pa.Array) -> pa.Array:
