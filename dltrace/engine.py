@@ -11,13 +11,14 @@ two rewrites.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlglot import exp
 
 from dltrace import rewriter
 from dltrace.errors import BadInput
+from dltrace.ids import REFERENCE_CODE
 
 if TYPE_CHECKING:
     from dltrace.catalog import Catalog
@@ -71,11 +72,14 @@ def rewrite_over_catalog(
     id_source: rewriter.IdSource | None = None,
     ids_ordered_by_table: bool = True,
     rules: Sequence[rewriter.Phase] = rewriter.RULES,
+    references: bool = False,
 ) -> exp.Expression:
     """``expression`` (views inlined) rewritten over the registered ``tables`` and the
     ``saved`` results it reads (``schemas``: the columns of both); ids from ``id_source``,
     default ``_dl_id``.  The saved results must hold lineage of the same semantics (a mix
-    would be neither) and base-row ids (other ids cannot be traced through them)."""
+    would be neither) and base-row ids (other ids cannot be traced through them).
+    ``references``: the rows read from saved results are named (``reference_codes``), not
+    spelled out, as a saved step stores them (dltrace/results.py, "References")."""
     for result in saved.values():
         if id_source is not None:
             raise BadInput(f"this lineage cannot be traced through saved result {result.name}: "
@@ -83,12 +87,18 @@ def rewrite_over_catalog(
         if result.semantics != semantics:
             raise BadInput(f"saved result {result.name} holds {result.semantics} lineage and this query asks for "
                            f"{semantics}: run it with --semantics {result.semantics} or save {result.name} again")
+    named = reference_codes(saved) if references else {}
     return rewriter.rewrite(
-        expression, schemas, {name: entry.code for name, entry in tables.items()}, representation, semantics,
-        id_source, ids_ordered_by_table,
+        expression, schemas, {**{name: entry.code for name, entry in tables.items()}, **named}, representation,
+        semantics, id_source, ids_ordered_by_table,
         table_rows={**{n: e.rows for n, e in tables.items()}, **{n: r.rows for n, r in saved.items()}},
         table_keys={n: e.key or [] for n, e in tables.items()},
-        saved={n: rewriter.SavedLineage(frozenset(r.lineage_tables) & frozenset(tables), r.disjoint, r.shared_sets)
-               for n, r in saved.items()},
+        saved={n: rewriter.SavedLineage(frozenset(r.lineage_tables) & frozenset(tables), r.disjoint, r.shared_sets,
+                                        named.get(n)) for n, r in saved.items()},
         rules=rules,
     )
+
+
+def reference_codes(saved: Iterable[str]) -> dict[str, int]:
+    """The code that names the rows of each saved result a step reads, in name order."""
+    return {name: REFERENCE_CODE + number for number, name in enumerate(sorted(saved))}

@@ -10,7 +10,12 @@ from __future__ import annotations
 
 ROW_BITS = 48
 ROW_MASK = (1 << ROW_BITS) - 1
-MAX_TABLE_CODE = 32767  # keeps ids positive bigints
+MAX_TABLE_CODE = 16383  # table codes; the codes above name saved results' rows (REFERENCE_CODE)
+# A result saved from other saved results names their rows instead of spelling out their
+# lineage (dltrace/results.py, "References"): ``((REFERENCE_CODE + k) << 48) | _row`` is row
+# ``_row`` of the k-th saved result it read.  Codes up to 32767 keep ids positive bigints.
+REFERENCE_CODE = MAX_TABLE_CODE + 1
+FIRST_REFERENCE_ID = REFERENCE_CODE << ROW_BITS
 
 
 def make_id(code: int, row_number: int) -> int:

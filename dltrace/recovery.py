@@ -93,13 +93,40 @@ def sweep(directory: Location) -> None:
         for path in directory.glob(pattern):
             if _dead_writer(path.name):
                 path.remove()
+    kept = referenced_saves(directory / "results")
     for home in directory.glob("results/*"):
         if home.is_dir():
-            _sweep_result(home)
+            _sweep_result(home, {stamp for name, stamp in kept if name == home.name})
 
 
-def _sweep_result(home: Location) -> None:
-    """A saved result's directory: data no ``result.json`` names, written by dead processes."""
+def referenced_saves(results: Location) -> set[tuple[str, str]]:
+    """``(result, stamp)`` of every earlier save whose rows a current result names in its
+    lineage (``references``), directly or through other such saves: their data must stay
+    (dltrace/results.py, "References").  Each save keeps a copy of its metadata beside its
+    data (``<stamp>/result.json``), which says what that save references."""
+    pending: list[tuple[str, str]] = []
+    for metadata in results.glob("*/result.json"):
+        pending.extend(_references(metadata))
+    kept: set[tuple[str, str]] = set()
+    while pending:
+        save = pending.pop()
+        if save not in kept:
+            kept.add(save)
+            pending.extend(_references(results / save[0] / save[1] / "result.json"))
+    return kept
+
+
+def _references(metadata: Location) -> list[tuple[str, str]]:
+    try:
+        data = json.loads(metadata.read_text())
+        return [(name, data["results"][name]) for name in data.get("references", {})]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return []  # a damaged or missing file: reported when the result is read
+
+
+def _sweep_result(home: Location, kept: set[str]) -> None:
+    """A saved result's directory: data no ``result.json`` names (nor a later save references),
+    written by dead processes."""
     for tmp in home.glob(".result-*.json"):
         if _dead_writer(tmp.name):
             tmp.remove()
@@ -111,7 +138,7 @@ def _sweep_result(home: Location) -> None:
     except (OSError, ValueError, KeyError, TypeError):
         return  # a damaged result.json: reported when it is read, its data left alone
     for child in home.iterdir():
-        if child.is_dir() and child.name != referenced and _dead_writer(child.name, STAMP_PID):
+        if child.is_dir() and child.name not in kept | {referenced} and _dead_writer(child.name, STAMP_PID):
             child.remove()
     if referenced is None and not home.iterdir():
         home.remove()

@@ -7,6 +7,7 @@ Layout inside the catalog directory::
     results/<name>/<stamp>/rows.parquet/    _row, the query's columns, DL (files in _row order)
     results/<name>/<stamp>/index.parquet/   id, _row: the forward index, sorted by id
     results/<name>/<stamp>/shared.parquet/  set_id, id: lineage sets shared by rows, each stored once
+    results/<name>/<stamp>/result.json      a copy of this save's metadata (read while later saves reference it)
 
 A row's full DL is its own ids (``DL``) plus the ids of every shared set it names in
 ``DL_shared`` (README, "Shared lineage"): an uncorrelated subquery's lineage belongs to every
@@ -33,6 +34,17 @@ read with their save stamps (``results``), and every base table its lineage reac
 data versions whose ids it may hold (``lineage_tables``, through the results it read).  It
 is *stale* when an input changed since: a table revised, a result saved again or dropped, or
 an input result itself stale.
+
+References: a result saved from other saved results holds, for the rows it read, not their
+lineage spelled out but their names: ``((REFERENCE_CODE + k) << 48) | _row`` for row ``_row``
+of the k-th result in ``references`` (``dltrace.ids``), beside its own base-row ids in ``DL``.
+Lineage is held once, in the step that computed it: a pipeline step over 100,000 upstream
+rows holding millions of ids writes 100,000 small numbers, not the millions again.  A row's
+whole DL is its own ids plus the whole DLs of the upstream rows it names, resolved when asked
+(``lineage_rows``, ``row_ids``, stored impact, the views queries read).  The upstream save
+they name is the one recorded in ``results`` (its stamp): saving the upstream result again,
+or dropping it, keeps that save's data while a result references it
+(``recovery.referenced_saves``), and the downstream result is stale until saved again.
 """
 
 from __future__ import annotations
@@ -48,11 +60,13 @@ from sqlglot import exp
 
 from dltrace.catalog import NAME_PATTERN, Catalog, quoted
 from dltrace.errors import BadInput, CatalogError, DltraceError
+from dltrace.ids import FIRST_REFERENCE_ID, ROW_BITS, ROW_MASK
+from dltrace.recovery import referenced_saves
 from dltrace.storage import Location, location
 from dltrace.table_data import read_parquet
 from dltrace.validation import check_result
 
-FORMAT = 3  # 3: shared sets; 2: inputs (results, lineage_tables, stamp); formats 1 and 2 still load
+FORMAT = 4  # 4: references; 3: shared sets; 2: inputs (results, lineage_tables, stamp); formats 1-3 still load
 ROW = "_row"
 DL = "DL"
 SHARED_REFS = "DL_shared"  # the shared sets a row's DL also holds (array<int> of their numbers)
@@ -112,6 +126,9 @@ class SavedResult:
     shared: str | None = None  # shared.parquet, relative to the catalog directory, when sets are shared
     shared_sets: int = 0  # how many shared sets; every row names each of them in DL_shared
     shared_ids: int = 0  # the ids of the shared sets, each counted once
+    # saved results whose rows DL names (module docstring, "References"): name -> code; the
+    # save named is the one ``results`` records
+    references: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # format 1: the stamp was only in the data path, and the lineage reached just the
@@ -169,6 +186,23 @@ class ResultStore:
     def path(self, relative: str) -> Location:
         return self.catalog.directory / relative
 
+    def referenced(self, result: SavedResult) -> list[tuple[SavedResult, int]]:
+        """The saves whose rows ``result`` names in its DLs, with their codes: each the save
+        recorded when ``result`` was computed, the current one or an earlier one kept for it."""
+        found = []
+        for name, code in sorted(result.references.items(), key=lambda item: item[1]):
+            stamp = result.results[name]
+            current = self._metadata_file(name)
+            if current.exists() and (upstream := self._read(current)).stamp == stamp:
+                found.append((upstream, code))
+                continue
+            kept = self.directory / name / stamp / METADATA
+            if not kept.exists():
+                raise CatalogError(f"result {result.name} names rows of result {name} as saved at {stamp}, which are "
+                                   f"gone: save {result.name} again")
+            found.append((self._read(kept), code))
+        return found
+
     def rows(self, spark, result: SavedResult):
         """The saved rows as stored: ``_row``, the query's columns, ``DL`` (the row's own ids)
         and, when the result has shared sets, ``DL_shared``."""
@@ -183,23 +217,33 @@ class ResultStore:
         shared sets it names.  One small read each: rows are stored in ``_row`` order in small
         row groups, and the shared sets in set order."""
         import numpy as np
-        from pyspark.sql import functions as F
 
         if not 0 <= row < result.rows:
             raise BadInput(f"result {result.name} has rows 0..{result.rows - 1}, not {row}")
+        return self._ids_of_rows(spark, result, np.array([row], dtype=np.int64))
+
+    def _ids_of_rows(self, spark, result: SavedResult, rows):
+        """The sorted ids of the union of the whole DLs of ``rows`` (``_row`` numbers): their
+        own ids, the shared sets they name, and the upstream rows they name, resolved."""
+        import numpy as np
+        import pyarrow.compute as pc
+        from pyspark.sql import functions as F
+
         wanted = [DL] + ([SHARED_REFS] if result.shared else [])
-        found = self.rows(spark, result).where(F.col(ROW) == row).select(*wanted).toArrow()
-        parts = (
-            [found.column(DL)[0].values.to_numpy(zero_copy_only=False)]
-            if found.num_rows and found.column(DL)[0].is_valid
-            else []
-        )
+        found = self.rows(spark, result).where(F.col(ROW).isin([int(r) for r in rows])).select(*wanted).toArrow()
+        ids = pc.list_flatten(found.column(DL)).to_numpy(zero_copy_only=False).astype(np.int64)
+        names = ids[ids >= FIRST_REFERENCE_ID] if result.references else ids[:0]
+        parts = [ids[ids < FIRST_REFERENCE_ID] if result.references else ids]
         if result.shared and found.num_rows:
-            named = found.column(SHARED_REFS)[0].as_py() or []
+            named = pc.unique(pc.list_flatten(found.column(SHARED_REFS))).to_pylist()
             if named:
                 sets = self.shared_sets(spark, result).where(F.col(SHARED_SET).isin(named)).select(SHARED_ID).toArrow()
                 parts.append(sets.column(0).to_numpy())
-        return np.unique(np.concatenate(parts).astype(np.int64)) if parts else np.empty(0, dtype=np.int64)
+        for upstream, code in self.referenced(result) if len(names) else []:
+            named_rows = np.unique(names[(names >> ROW_BITS) == code] & ROW_MASK)
+            if len(named_rows):
+                parts.append(self._ids_of_rows(spark, upstream, named_rows))
+        return np.unique(np.concatenate(parts).astype(np.int64))
 
     def lineage_rows(self, spark, result: SavedResult):
         """The saved rows with each row's whole ``DL`` spelled out (sorted ids: its own and
@@ -207,6 +251,8 @@ class ResultStore:
         from pyspark.sql import functions as F
 
         rows = self.rows(spark, result)
+        if result.references:
+            return self._resolved(spark, result, rows, shared=True)
         sets = self.shared_sets(spark, result)
         if sets is None:
             return rows
@@ -216,6 +262,36 @@ class ResultStore:
         spelled = F.array_sort(F.array_distinct(F.concat(DL, F.coalesce("__shared", F.array().cast("array<bigint>")))))
         columns = [c for c in rows.columns if c != SHARED_REFS]
         return rows.join(shared, ROW, "left").select(*(spelled.alias(DL) if c == DL else quoted(c) for c in columns))
+
+    def lineage_without_shared(self, spark, result: SavedResult):
+        """The saved rows with the upstream rows their DLs name resolved (their whole DLs), the
+        shared sets still named in ``DL_shared``: what a query reading the result sees."""
+        rows = self.rows(spark, result)
+        return self._resolved(spark, result, rows, shared=False) if result.references else rows
+
+    def _resolved(self, spark, result: SavedResult, rows, shared: bool):
+        """``rows`` with ``DL`` the sorted union of each row's own ids, the whole DLs of the
+        upstream rows it names and (``shared``) the ids of the shared sets it names."""
+        from functools import reduce
+
+        from pyspark.sql import functions as F
+
+        pairs = rows.select(ROW, F.explode(DL).alias("__id"))
+        parts = [pairs.where(F.col("__id") < FIRST_REFERENCE_ID)]
+        for upstream, code in self.referenced(result):
+            whole = self.lineage_rows(spark, upstream).select(
+                (F.col(ROW) + F.lit(code << ROW_BITS)).alias("__id"), F.col(DL).alias("__ids")
+            )
+            parts.append(pairs.join(whole, "__id").select(ROW, F.explode("__ids").alias("__id")))
+        if shared and result.shared:
+            named = rows.select(ROW, F.explode(SHARED_REFS).alias(SHARED_SET))
+            sets = self.shared_sets(spark, result).withColumnRenamed(SHARED_ID, "__id")
+            parts.append(named.join(F.broadcast(sets), SHARED_SET).select(ROW, "__id"))
+        ids = reduce(lambda a, b: a.unionAll(b), parts)
+        whole = ids.groupBy(ROW).agg(F.array_sort(F.array_distinct(F.collect_list("__id"))).alias("__whole"))
+        spelled = F.coalesce("__whole", F.array().cast("array<bigint>"))
+        columns = [c for c in rows.columns if not (shared and c == SHARED_REFS)]
+        return rows.join(whole, ROW, "left").select(*(spelled.alias(DL) if c == DL else quoted(c) for c in columns))
 
     def index(self, spark, result: SavedResult):
         """The forward index ``(id, _row)``, or None when the result has none."""
@@ -231,11 +307,14 @@ class ResultStore:
         index: bool | None = None,
         disjoint_rows: bool = False,
         shared_sets: Sequence = (),
+        references: dict[str, int] | None = None,
     ) -> SavedResult:
         """Write ``frame`` (query columns plus ``DL``) as result ``name``, replacing any older one.
 
         ``shared_sets``: one-row DataFrames, each a sorted id array that every row's DL also
         holds (``frame``'s ``DL`` then has the rows' own ids only); stored once each.
+        ``references``: the saved results whose rows ``frame``'s DLs name, with their codes
+        (module docstring, "References").
 
         ``index``: build the forward index (True), don't (False), or only when the saved rows
         are many and large enough for it to pay (None): below ``INDEX_MIN_ROWS`` rows or
@@ -304,9 +383,18 @@ class ResultStore:
             shared=posixpath.join(relative, "shared.parquet") if shared_sets else None,
             shared_sets=len(shared_sets),
             shared_ids=shared_ids,
+            references=dict(references or {}),
         )
+        replaced = self._read(self._metadata_file(name)) if self._metadata_file(name).exists() else None
+        try:
+            (data_dir / METADATA).write_text(json.dumps(asdict(result), indent=2))
+        except BaseException:
+            data_dir.remove()
+            raise
         self._write_metadata(result)
         self._remove_unreferenced(name, keep=stamp)
+        if replaced is not None:
+            self._remove_unreferenced_upstream(replaced)
         return result
 
     def inputs(self, query: str) -> dict:
@@ -388,8 +476,14 @@ class ResultStore:
         """Remove result ``name``: renamed away first (atomic), then deleted; without an
         atomic rename (object stores), its ``result.json`` is deleted first (the result is
         gone) and then its data."""
-        self.get(name)
+        dropped = self.get(name)
         home = self.directory / name.lower()
+        if any(save[0] == dropped.name for save in referenced_saves(self.directory)):
+            # saves a result references stay (as after a new save); the result is gone
+            (home / METADATA).unlink()
+            self._remove_unreferenced(dropped.name, keep=None)
+            self._remove_unreferenced_upstream(dropped)
+            return
         if not home.atomic_rename:
             (home / METADATA).unlink()
             home.remove()
@@ -397,17 +491,37 @@ class ResultStore:
         trash = self.directory / f".dropped-{name.lower()}-{time.time_ns()}"
         home.rename(trash)
         trash.remove()
+        self._remove_unreferenced_upstream(dropped)
 
     def _write_metadata(self, result: SavedResult) -> None:
         (self.directory / result.name / METADATA).write_atomically(
             json.dumps(asdict(result), indent=2), f".result-{os.getpid()}-{time.time_ns()}.json"
         )
 
-    def _remove_unreferenced(self, name: str, keep: str) -> None:
-        """Delete the data of earlier saves (and of saves that failed half way)."""
+    def _remove_unreferenced(self, name: str, keep: str | None) -> None:
+        """Delete the data of earlier saves (and of saves that failed half way) but ``keep``
+        and those a result references."""
+        kept = {stamp for result, stamp in referenced_saves(self.directory) if result == name}
         for child in (self.directory / name).iterdir():
-            if child.is_dir() and child.name != keep:
+            if child.is_dir() and child.name != keep and child.name not in kept:
                 child.remove()
+
+    def _remove_unreferenced_upstream(self, replaced: SavedResult) -> None:
+        """After ``replaced`` was saved again or dropped: the earlier saves it alone kept for
+        its references (and those they kept) are deleted."""
+        kept = referenced_saves(self.directory)
+        pending = [(n, replaced.results[n]) for n in replaced.references if n in replaced.results]
+        while pending:
+            name, stamp = pending.pop()
+            data = self.directory / name / stamp
+            current = self._metadata_file(name)
+            if (name, stamp) in kept or (current.exists() and self._read(current).stamp == stamp) or not data.exists():
+                continue
+            metadata = data / METADATA
+            if metadata.exists():
+                earlier = self._read(metadata)
+                pending.extend((n, earlier.results[n]) for n in earlier.references if n in earlier.results)
+            data.remove()
 
 
 def lineage_ids(frame):

@@ -8,12 +8,12 @@ from typing import NamedTuple
 
 from dltrace import granularity, rewriter
 from dltrace.catalog import NAME_PATTERN, Catalog, TableEntry, quoted, register
-from dltrace.engine import rewrite_over_catalog
+from dltrace.engine import reference_codes, rewrite_over_catalog
 from dltrace.errors import BadInput, SourceChanged, spark_error
 from dltrace.plain import plain_sql, with_spark_names
-from dltrace.results import DL, ResultStore, SavedResult, names_read
+from dltrace.results import DL, ROW, ResultStore, SavedResult, names_read
 from dltrace.rewriter.base_table import tagged_row_ids
-from dltrace.rewriter.saved_result import LINEAGE_COLUMN, shared_view
+from dltrace.rewriter.saved_result import LINEAGE_COLUMN, ROW_COLUMN, shared_view
 from dltrace.spark import get_spark
 from dltrace.table_data import check_unchanged, rows_sql, table_rows
 from dltrace.views import ViewStore, inline
@@ -185,11 +185,14 @@ class LineageSession:
         for name, result in self.saved_results().items():
             path = str(self.store.path(result.data))
             if _VIEW_PATHS.get((id(self.spark), name)) != path:
-                rows = self.store.rows(self.spark, result)
+                # the upstream rows a step's DLs name are resolved when a query reads their
+                # lineage; a step saved from it reads only _dl_row (Spark prunes the rest)
+                rows = self.store.lineage_without_shared(self.spark, result)
                 # typed without NULL elements, as the rewriter's own sets: Spark sorts such arrays
                 # natively instead of with a boxed comparator
                 lineage = F.array_compact(rows[DL]).alias(LINEAGE_COLUMN)
-                rows.select(*map(quoted, result.query_columns), lineage).createOrReplaceTempView(name)
+                number = rows[ROW].alias(ROW_COLUMN)
+                rows.select(*map(quoted, result.query_columns), lineage, number).createOrReplaceTempView(name)
                 if result.shared:
                     self.store.shared_sets(self.spark, result).createOrReplaceTempView(shared_view(name))
                 _VIEW_PATHS[(id(self.spark), name)] = path
@@ -237,15 +240,21 @@ class LineageSession:
         repr: str = "set",
         id_source: rewriter.IdSource | None = None,
         ids_ordered_by_table: bool = True,
+        references: bool = False,
     ):
         """The one path to the rewriter (ids from ``id_source``, default ``_dl_id``): views
         inlined, then ``engine.rewrite_over_catalog`` over the catalog's tables (codes and
-        statistics) and the saved results the query reads."""
+        statistics) and the saved results the query reads (``references``: their rows named,
+        as a saved step stores them)."""
         expanded_text = self.expand(query)
-        read = names_read(expanded_text)
-        saved = {n: r for n, r in self.saved_results().items() if n in read}
+        saved = self.results_read(expanded_text)
         return rewrite_over_catalog(rewriter.parse(expanded_text), self.catalog.tables, self.schemas(saved), saved,
-                                    semantics, repr, id_source, ids_ordered_by_table)
+                                    semantics, repr, id_source, ids_ordered_by_table, references=references)
+
+    def results_read(self, expanded_query: str) -> dict[str, SavedResult]:
+        """The saved results a query (views inlined) reads."""
+        read = names_read(expanded_query)
+        return {n: r for n, r in self.saved_results().items() if n in read}
 
     def schemas(self, saved: dict[str, SavedResult] | None = None) -> dict[str, dict[str, str]]:
         """The columns of every table and saved result a query can read."""
@@ -271,17 +280,23 @@ class LineageSession:
         ids with ``lineage_on``, decoded by ``decode_granules``; no ``DL`` when L is empty)."""
         query, lineage_on = granularity.split_lineage_on(query, lineage_on)
         query = self.expand(query)  # views inlined once: the rewrite, Spark's names and save read it
-        disjoint, shared = False, None
         if lineage and lineage_on is None:
-            expression = self.lineage_expression(query, semantics, repr, tagged_row_ids if tag_instances else None)
-            text, disjoint = expression.sql(dialect="spark"), expression.meta.get(rewriter.DISJOINT_ROWS, False)
-            shared = expression.meta.get(rewriter.SHARED)
-        else:
-            text = self.rewrite(query, semantics, repr, tag_instances, lineage_on) if lineage else self.plain(query)
+            return self._row_lineage(query, semantics, repr, tagged_row_ids if tag_instances else None)
+        text = self.rewrite(query, semantics, repr, tag_instances, lineage_on) if lineage else self.plain(query)
         frame = self.run(text)
         if lineage:
             frame = with_spark_names(self, query, frame)
-            self._queries[frame] = MadeBy(query, semantics, repr, lineage_on, disjoint, shared)
+            self._queries[frame] = MadeBy(query, semantics, repr, lineage_on, False, None)
+        return frame
+
+    def _row_lineage(self, query: str, semantics: str, repr: str, id_source: rewriter.IdSource | None = None,
+                     references: bool = False):
+        """``query`` (views inlined) with row lineage, remembered for ``save`` and
+        ``shared_lineage`` (``references``: as a saved step stores it)."""
+        expression = self.lineage_expression(query, semantics, repr, id_source, references=references)
+        frame = with_spark_names(self, query, self.run(expression.sql(dialect="spark")))
+        self._queries[frame] = MadeBy(query, semantics, repr, None, expression.meta.get(rewriter.DISJOINT_ROWS, False),
+                                      expression.meta.get(rewriter.SHARED))
         return frame
 
     def shared_lineage(self, frame):
@@ -340,6 +355,9 @@ class LineageSession:
         for name in sorted(read & set(self.catalog.tables)):
             lines.append(f"CREATE OR REPLACE TEMPORARY VIEW {name} AS {rows_sql(self.catalog, name)};")
         for name, result in self.saved_results().items():
+            if name in read and result.references:
+                raise BadInput(f"saved result {name} names the rows of results it was computed from, which a "
+                               f"spark-sql script cannot resolve: inline its query as a CTE")
             if name in read:
                 path = str(self.store.path(result.data)).replace("`", "``")
                 columns = ", ".join(f"`{c.replace('`', '``')}`" for c in result.query_columns)
@@ -407,10 +425,17 @@ class LineageSession:
         if name.lower() in names_read(query) and self.store.exists(name):
             raise BadInput(f"result {name.lower()} cannot be computed from itself: save it under another name")
         disjoint = bool(made_by and made_by.disjoint)
+        references = {}
+        if made_by is not None and made_by.lineage_on is None and (read := self.results_read(query)):
+            # a step: the rows it read from saved results are named, not spelled out again
+            frame = self._row_lineage(query, semantics, repr, references=True)
+            references = reference_codes(read)
+            disjoint = self._queries[frame].disjoint
         rows, sets = self.shared_lineage(frame)  # shared sets are stored once, not in every row
         if sets:
-            disjoint = made_by.shared.disjoint
-        return self.store.save(rows, name, query, semantics, repr, index, disjoint_rows=disjoint, shared_sets=sets)
+            disjoint = self._queries[frame].shared.disjoint
+        return self.store.save(rows, name, query, semantics, repr, index, disjoint_rows=disjoint, shared_sets=sets,
+                               references=references)
 
     # Pipelines (dltrace/pipeline.py): steps saved as results, views, scripts.
 
@@ -471,14 +496,14 @@ class LineageSession:
         whole DL, shared sets spelled out)."""
         from pyspark.sql import functions as F
 
-        from dltrace.results import ROW, SHARED_ID, SHARED_REFS, SHARED_SET
+        from dltrace.results import SHARED_ID, SHARED_REFS, SHARED_SET
 
         saved = self.store.get(name)
         frame = self.store.lineage_rows(self.spark, saved).orderBy(ROW)
         if saved.shared:
             sets = self.store.shared_sets(self.spark, saved)
             self._held_apart[frame] = (
-                self.store.rows(self.spark, saved).drop(SHARED_REFS).orderBy(ROW),
+                self.store.lineage_without_shared(self.spark, saved).drop(SHARED_REFS).orderBy(ROW),
                 [
                     sets.where(F.col(SHARED_SET) == number).agg(F.sort_array(F.collect_list(SHARED_ID)).alias(DL))
                     for number in range(saved.shared_sets)

@@ -88,6 +88,7 @@ RESULT_TYPES: dict[str, Check] = {
     "shared": optional(text),
     "shared_sets": integer(),
     "shared_ids": integer(),
+    "references": dict_of(integer()),
 }
 
 

@@ -427,3 +427,103 @@ def test_lineage_on_through_a_stale_result_is_refused(spark, tmp_path, paper):
         session.sql("select count(*) from cities lineage on (state)")
     with pytest.warns(ImpactWarning, match="store v1 -> v2"):
         session.impact("store WHERE s_id = 1", result="cities")
+
+
+# References: a step stores the names of the upstream rows it read, not their lineage again.
+
+REFERENCE_STEPS = [
+    ("ref_custrev", "select c_custkey, c_nationkey, sum(l_extendedprice) as revenue from customer "
+                    "join orders on c_custkey = o_custkey join lineitem on l_orderkey = o_orderkey "
+                    "where l_returnflag = 'R' group by c_custkey, c_nationkey"),
+    ("ref_natrev", "select c_nationkey, sum(revenue) as revenue from ref_custrev group by c_nationkey"),
+]
+
+
+@pytest.fixture()
+def referencing(pipelines):
+    """A two-step pipeline: ``{step: whole DLs by _row}`` as first saved (step 2 names rows of step 1)."""
+    for name, query in REFERENCE_STEPS:
+        pipelines.create_table(name, query, replace=True)
+    yield {name: {r._row: list(r.DL) for r in pipelines.result(name).collect()} for name, _ in REFERENCE_STEPS}
+    for name, _ in reversed(REFERENCE_STEPS):
+        if pipelines.store.exists(name):
+            pipelines.drop_result(name)
+
+
+def stored_ids(session, name: str) -> list[int]:
+    return [i for r in session.store.rows(session.spark, session.store.get(name)).collect() for i in r.DL]
+
+
+def test_a_step_names_the_upstream_rows_it_read(pipelines, referencing):
+    from dltrace.ids import FIRST_REFERENCE_ID, ROW_MASK
+
+    saved = pipelines.store.get("ref_natrev")
+    assert saved.references == {"ref_custrev": 16384} and saved.disjoint
+    named = stored_ids(pipelines, "ref_natrev")
+    upstream = referencing["ref_custrev"]
+    # one id per upstream row read, instead of every id of its DL
+    assert all(i >= FIRST_REFERENCE_ID for i in named) and sorted(i & ROW_MASK for i in named) == sorted(upstream)
+    inlined_rows = pipelines.sql(inlined(REFERENCE_STEPS[:1], REFERENCE_STEPS[1][1]))
+    assert sorted((r.c_nationkey, list(r.DL)) for r in inlined_rows.collect()) == sorted(
+        (r.c_nationkey, list(r.DL)) for r in pipelines.result("ref_natrev").collect()
+    )
+    # explain and the row's ids resolve the names
+    row = next(iter(referencing["ref_natrev"]))
+    assert list(pipelines.store.row_ids(pipelines.spark, saved, row)) == referencing["ref_natrev"][row]
+
+
+def test_upstream_saved_again_or_dropped_keeps_the_rows_a_step_names(pipelines, referencing):
+    first = pipelines.store.get("ref_custrev")
+    pipelines.create_table("ref_custrev", REFERENCE_STEPS[0][1] + " having count(*) > 1", replace=True)
+    assert "ref_custrev was saved again" in pipelines.stale_results()["ref_natrev"]
+    kept = pipelines.store.path(first.data).parent
+    assert kept.exists()
+    # the step still reads as saved: its rows name the earlier save
+    assert {r._row: list(r.DL) for r in pipelines.result("ref_natrev").collect()} == referencing["ref_natrev"]
+    pipelines.drop_result("ref_custrev")
+    assert kept.exists() and not pipelines.store.exists("ref_custrev")
+    from dltrace.recovery import sweep
+
+    sweep(pipelines.catalog.directory)
+    assert kept.exists()
+    row = next(iter(referencing["ref_natrev"]))
+    explained = pipelines.explain("ref_natrev", row)
+    assert sorted(r._dl_id for f in explained.values() for r in f.collect()) == referencing["ref_natrev"][row]
+    # saved again, the step names no earlier save: its data goes
+    pipelines.create_table("ref_custrev", REFERENCE_STEPS[0][1], replace=True)
+    pipelines.create_table("ref_natrev", REFERENCE_STEPS[1][1], replace=True)
+    assert not kept.exists()
+    assert {r._row: list(r.DL) for r in pipelines.result("ref_natrev").collect()} == referencing["ref_natrev"]
+
+
+def test_impact_through_named_rows_equals_impact_on_spelled_out_lineage(pipelines, referencing):
+    lineitem = pipelines.catalog.entry("lineitem").code
+    row, ids = next(iter(referencing["ref_natrev"].items()))
+    bad = [i for i in ids if split_id(i)[0] == lineitem][:2]
+    keys = pipelines.decode(bad)["lineitem"]
+    source = "lineitem WHERE " + " OR ".join(
+        f"(l_orderkey = {k['l_orderkey']} AND l_linenumber = {k['l_linenumber']})" for k in keys
+    )
+    found = pipelines.impact(source=source)
+    for name in ("ref_custrev", "ref_natrev"):
+        hits = {r._row: list(r.DL) for r in found[name].collect()}
+        expected = {r: sorted(set(bad) & set(d)) for r, d in referencing[name].items() if set(bad) & set(d)}
+        assert hits == expected, name
+        stored = {r._row: list(r.DL) for r in pipelines.impact(source=source, result=name).collect()}
+        assert stored == expected
+
+
+def test_the_readme_duckdb_query_decodes_named_rows_without_dltrace(pipelines, referencing):
+    import re
+    from pathlib import Path
+
+    import duckdb
+
+    text = Path(__file__).parent.parent.joinpath("README.md").read_text()
+    query = re.search(r"```sql\n(-- a step saved from saved results.*?)```", text, re.S).group(1)
+    saved = pipelines.store.get("ref_natrev")
+    (upstream, code), = pipelines.store.referenced(saved)
+    query = (query.replace("UPSTREAM", str(Path(str(pipelines.store.path(upstream.data))).parent))
+             .replace("RESULT", str(Path(str(pipelines.store.path(saved.data))).parent)).replace("CODE", str(code)))
+    decoded = {row: list(dl) for row, dl in duckdb.sql(query).fetchall()}
+    assert decoded == referencing["ref_natrev"]

@@ -26,6 +26,7 @@ from sqlglot import exp
 from dltrace.catalog import ID_COLUMN
 from dltrace.engine import Engine
 from dltrace.errors import BadInput, spark_error
+from dltrace.ids import ROW_BITS
 from dltrace.impact.key_index import rows_to_search
 from dltrace.impact.source import Source, parse_source
 from dltrace.results import DL, INDEX_ID, ROW, SHARED_ID, SHARED_REFS, SHARED_SET, ResultStore, SavedResult
@@ -88,7 +89,8 @@ def impact_everywhere(session: Engine, source: Source, mode: str = "stored", use
     ids = collect_bad_ids(session, source)
     if not len(ids):
         warnings.warn(ImpactWarning(f"no rows match {source.text}: nothing is affected"), stacklevel=3)
-    return {r.name: search_result(session, store, r, ids, use_index) for r in candidates}
+    searched: dict = {}  # an upstream save that several results reference is searched once
+    return {r.name: search_result(session, store, r, ids, use_index, searched) for r in candidates}
 
 
 def bad_rows(session: Engine, source: Source):
@@ -138,11 +140,14 @@ def stored_impact(session: Engine, source: Source, saved: SavedResult, use_index
     return search_result(session, ResultStore(session.catalog), saved, ids, use_index)
 
 
-def search_result(session: Engine, store: ResultStore, saved: SavedResult, ids: np.ndarray, use_index: bool = True):
+def search_result(session: Engine, store: ResultStore, saved: SavedResult, ids: np.ndarray, use_index: bool = True,
+                  searched: dict | None = None):
     """The rows of ``saved`` whose DL holds one of ``ids`` (sorted), ``DL`` narrowed to them.
 
-    A row's DL is its own ids and the shared sets it names: each shared set is searched once,
-    and a hit in it affects every row that names the set.
+    A row's DL is its own ids, the shared sets it names and the upstream rows it names (a
+    step saved from other results, dltrace/results.py): each shared set is searched once, and
+    a hit in it affects every row that names the set; the upstream results are searched first
+    (each save once, ``searched``), and their hit rows' names are looked up like ids.
     """
     from pyspark.sql import functions as F
 
@@ -150,10 +155,11 @@ def search_result(session: Engine, store: ResultStore, saved: SavedResult, ids: 
     rows = store.rows(spark, saved)
     index = store.index(spark, saved) if use_index else None
     shared_hits = _shared_hits(spark, store, saved, ids) if len(ids) else None
+    named_hits = _named_hits(session, store, saved, ids, use_index, {} if searched is None else searched)
     if not len(ids):
         return rows.limit(0).drop(SHARED_REFS)
-    if len(ids) > LITERAL_IDS or shared_hits is not None:
-        return _joined_impact(spark, rows, index, ids, shared_hits)
+    if len(ids) > LITERAL_IDS or shared_hits is not None or named_hits is not None:
+        return _joined_impact(spark, rows, index, ids, shared_hits, named_hits)
     candidates = rows
     if index is not None:
         hit_rows = np.unique(int_column(index.where(f"{INDEX_ID} IN ({_numbers(ids)})").select(ROW)))
@@ -199,13 +205,42 @@ def _shared_hits(spark, store: ResultStore, saved: SavedResult, ids: np.ndarray)
     )
 
 
-def _joined_impact(spark, rows, index, ids: np.ndarray, shared_hits=None):
-    """Many bad ids (or hits in shared sets): joined against the (id, _row) pairs, from the
-    forward index or from the saved DLs exploded; a shared set's hits reach every row naming it."""
+def _named_hits(session: Engine, store: ResultStore, saved: SavedResult, ids: np.ndarray, use_index: bool,
+                searched: dict):
+    """The hit rows of the upstream saves ``saved`` names, as ``(id: the row's name in
+    saved's DLs, __bad: a bad id it holds)``, or None when none is hit."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not (saved.references and len(ids)):
+        return None
+    names, bad = [], []
+    for upstream, code in store.referenced(saved):
+        key = (upstream.name, upstream.stamp)
+        if key not in searched:
+            found = search_result(session, store, upstream, ids, use_index, searched).select(ROW, DL).toArrow()
+            rows = found.column(ROW).to_numpy()
+            lengths = pc.list_value_length(found.column(DL)).to_numpy(zero_copy_only=False)
+            searched[key] = (np.repeat(rows, lengths), pc.list_flatten(found.column(DL)).to_numpy())
+        rows, hits = searched[key]
+        names.append(rows.astype(np.int64) + (code << ROW_BITS))
+        bad.append(hits.astype(np.int64))
+    if not sum(map(len, names)):
+        return None
+    return session.spark.createDataFrame(pa.table({INDEX_ID: np.concatenate(names), "__bad": np.concatenate(bad)}))
+
+
+def _joined_impact(spark, rows, index, ids: np.ndarray, shared_hits=None, named_hits=None):
+    """Many bad ids (or hits in shared sets or upstream rows): joined against the (id, _row)
+    pairs, from the forward index or from the saved DLs exploded; a shared set's hits reach
+    every row naming it, an upstream row's bad ids every row naming the upstream row."""
     from pyspark.sql import functions as F
 
     pairs = index if index is not None else rows.select(F.explode(DL).alias(INDEX_ID), ROW)
     matched = pairs.join(_bad_frame(spark, ids), INDEX_ID).select(INDEX_ID, ROW)
+    if named_hits is not None:
+        named = pairs.join(F.broadcast(named_hits), INDEX_ID).select(F.col("__bad").alias(INDEX_ID), ROW)
+        matched = matched.unionByName(named)
     if shared_hits is not None:
         naming = rows.select(ROW, F.explode(SHARED_REFS).alias(SHARED_SET))
         matched = matched.unionByName(naming.join(F.broadcast(shared_hits), SHARED_SET).select(INDEX_ID, ROW))

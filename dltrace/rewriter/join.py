@@ -34,10 +34,10 @@ def source_lineage(source: exp.Expression, scope: Scope, context: RewriteContext
     inner = scope.sources.get(alias)
     if isinstance(inner, Scope):
         return derived_table(alias, inner, context)
+    if isinstance(source, exp.Table) and source.name.lower() in context.saved:
+        return saved_result(source, context)  # first: a referenced result has a code too
     if isinstance(source, exp.Table) and source.name.lower() in context.codes:
         return base_table(source, context)
-    if isinstance(source, exp.Table) and source.name.lower() in context.saved:
-        return saved_result(source, context)
     raise unsupported(source, "this kind of FROM source")
 
 

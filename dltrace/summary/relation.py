@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dltrace.catalog import ID_COLUMN
 from dltrace.errors import BadInput
-from dltrace.ids import ROW_BITS
+from dltrace.ids import FIRST_REFERENCE_ID, ROW_BITS
 from dltrace.results import (
     DL,
     ROW,
@@ -47,15 +47,24 @@ def relation_name(result: str) -> str:
     return f"lineage_{result}"
 
 
-def _sources(session, saved: SavedResult) -> dict[str, tuple[str, str, dict | None]]:
+def _prefix(saved: SavedResult, upstream: bool) -> str:
+    """The helper views' infix: the result's name, and for an upstream save its stamp too
+    (a step may name the rows of an earlier save of a result saved again since)."""
+    return f"{saved.name}__{''.join(c if c.isalnum() else '_' for c in saved.stamp)}" if upstream else saved.name
+
+
+def _sources(session, saved: SavedResult, upstream: bool = False) -> dict[str, tuple[str, str, dict | None]]:
     """``{helper view: (table or "" or SHARED, Parquet path, schema)}`` the lineage views read: the
-    saved rows, their shared sets, and each base table at the data version the result was
-    computed from."""
+    saved rows, their shared sets, each base table at the data version the result was
+    computed from, and the same for the upstream saves whose rows it names."""
     catalog = session.catalog
     store = ResultStore(catalog)
-    sources = {f"__dl_rows_{saved.name}": ("", str(store.path(saved.data)), saved.schema)}
+    prefix = _prefix(saved, upstream)
+    sources = {f"__dl_rows_{prefix}": ("", str(store.path(saved.data)), saved.schema)}
     if saved.shared:
-        sources[f"__dl_shared_rows_{saved.name}"] = (SHARED, str(store.path(saved.shared)), SHARED_SCHEMA)
+        sources[f"__dl_shared_rows_{prefix}"] = (SHARED, str(store.path(saved.shared)), SHARED_SCHEMA)
+    for named, _ in store.referenced(saved):
+        sources.update(_sources(session, named, upstream=True))
     for table, version in sorted(saved.base_versions.items()):
         if table in catalog.tables:
             entry = catalog.entry(table)
@@ -67,23 +76,44 @@ def _sources(session, saved: SavedResult) -> dict[str, tuple[str, str, dict | No
     return sources
 
 
+def _relation_statements(session, saved: SavedResult, upstream: bool = False) -> list[tuple[str, str]]:
+    """``(view, SELECT ...)`` of ``saved``'s relation ``(_row, base_table, base_id)``, after
+    those of the upstream saves whose rows its DLs name (each such row stands for its whole
+    DL: dltrace/results.py, "References")."""
+    catalog = session.catalog
+    store = ResultStore(catalog)
+    prefix = _prefix(saved, upstream)
+    rows_view, shared_view = f"__dl_rows_{prefix}", f"__dl_shared_rows_{prefix}"
+    relation = f"__dl_lineage_{prefix}" if upstream else relation_name(saved.name)
+    tables = [t for t in sorted(saved.base_versions) if t in catalog.tables]
+    names = " ".join(f"WHEN {catalog.entry(t).code} THEN '{t}'" for t in tables)
+    table_of = f"CASE shiftright({{id}}, {ROW_BITS}) {names} END AS {TABLE}"
+    select = (f"SELECT r.{ROW}, {table_of.format(id=f'e.{ID}')}, e.{ID} "
+              f"FROM {rows_view} AS r LATERAL VIEW explode(r.{DL}) e AS {ID}")
+    statements = []
+    if saved.references:
+        select += f" WHERE e.{ID} < {FIRST_REFERENCE_ID}"
+    for named, code in store.referenced(saved):
+        statements += _relation_statements(session, named, upstream=True)
+        named_rows = f"SELECT r.{ROW}, e.{ID} FROM {rows_view} AS r LATERAL VIEW explode(r.{DL}) e AS {ID}"
+        select += (f" UNION SELECT n.{ROW}, u.{TABLE}, u.{ID} FROM ({named_rows}) AS n "
+                   f"JOIN {statements[-1][0]} AS u ON n.{ID} = u.{ROW} + {code << ROW_BITS}")
+    if saved.shared:  # and the ids of the shared sets each row names
+        select += (f" UNION{'' if saved.references else ' ALL'} SELECT r.{ROW}, "
+                   f"{table_of.format(id=f's.{SHARED_ID}')}, s.{SHARED_ID} AS {ID} "
+                   f"FROM {rows_view} AS r JOIN {shared_view} AS s ON array_contains(r.{SHARED_REFS}, s.{SHARED_SET})")
+    return [*statements, (relation, select)]
+
+
 def lineage_statements(session, saved: SavedResult) -> list[tuple[str, str]]:
     """``(view, SELECT ...)`` for the relation and each table's joined view, in the order they
     must be defined; they read the helper views of ``_sources``."""
     require_lineage(saved)
     catalog = session.catalog
     sources = _sources(session, saved)
-    rows_view, tables = next(iter(sources)), {t: v for v, (t, _, _) in sources.items() if t and t != SHARED}
-    shared_view = f"__dl_shared_rows_{saved.name}"
-    relation = relation_name(saved.name)
-    names = " ".join(f"WHEN {catalog.entry(t).code} THEN '{t}'" for t in tables)
-    table_of = f"CASE shiftright({{id}}, {ROW_BITS}) {names} END AS {TABLE}"
-    select = (f"SELECT r.{ROW}, {table_of.format(id=f'e.{ID}')}, e.{ID} "
-              f"FROM {rows_view} AS r LATERAL VIEW explode(r.{DL}) e AS {ID}")
-    if saved.shared:  # and the ids of the shared sets each row names
-        select += (f" UNION ALL SELECT r.{ROW}, {table_of.format(id=f's.{SHARED_ID}')}, s.{SHARED_ID} AS {ID} "
-                   f"FROM {rows_view} AS r JOIN {shared_view} AS s ON array_contains(r.{SHARED_REFS}, s.{SHARED_SET})")
-    statements = [(relation, select)]
+    tables = {t: f"__dl_{t}_v{saved.base_versions[t]}" for v, (t, _, _) in sources.items() if t and t != SHARED}
+    statements = _relation_statements(session, saved)
+    relation = statements[-1][0]
     for table, view in tables.items():
         code = catalog.entry(table).code
         schema = catalog.entry(table).version_schema(saved.base_versions[table]) or {}
