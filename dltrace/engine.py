@@ -50,6 +50,7 @@ class Engine(Protocol):
         repr: str = "set",
         id_source: rewriter.IdSource | None = None,
         ids_ordered_by_table: bool = True,
+        references: bool = False,
     ) -> exp.Expression:
         """The lineage query of ``query`` over the catalog (``rewrite_over_catalog``)."""
 
