@@ -49,3 +49,28 @@ def with_spark_names(session, query: str, frame):
     if not made_up or frame.columns[-1] != DL:
         return frame
     return frame.toDF(*session.run(plain_sql(query, session.schemas())).columns, DL)
+
+
+def with_spark_aliases(session, query: str, expression: exp.Expression) -> exp.Expression:
+    """``expression`` (``query``'s lineage query) with the ``_col_N`` aliases sqlglot made up
+    for its output replaced by Spark's names for ``query``'s columns, as ``with_spark_names``
+    renames a result's columns: the SQL ``dltrace rewrite`` prints names ``count(*)``'s column
+    ``count(1)``, as ``spark-sql`` would."""
+    outer = expression.unnest()
+    if not isinstance(outer, exp.Select):
+        return expression
+    names = outer.named_selects
+    made_up = [i for i, n in enumerate(names) if GENERATED_NAME.fullmatch(n) and not re.search(rf"\b{n}\b", query)]
+    if not made_up or names[-1] != DL:
+        return expression
+    spark_names = session.run(plain_sql(query, session.schemas())).columns
+    renamed = {names[i]: spark_names[i] for i in made_up}
+    for i in made_up:
+        column = outer.expressions[i]
+        outer.expressions[i] = exp.alias_(column.this if isinstance(column, exp.Alias) else column,
+                                          exp.to_identifier(spark_names[i], quoted=True))
+    for column in outer.args["order"].find_all(exp.Column) if outer.args.get("order") else []:
+        if not column.table and column.name in renamed:
+            column.set("this", exp.to_identifier(renamed[column.name], quoted=True))
+    return expression
+

@@ -10,7 +10,7 @@ from dltrace import granularity, rewriter
 from dltrace.catalog import NAME_PATTERN, Catalog, TableEntry, quoted, register
 from dltrace.engine import reference_codes, rewrite_over_catalog
 from dltrace.errors import BadInput, SourceChanged, spark_error
-from dltrace.plain import plain_sql, with_spark_names
+from dltrace.plain import plain_sql, with_spark_aliases, with_spark_names
 from dltrace.results import DL, ROW, ResultStore, SavedResult, names_read
 from dltrace.rewriter.base_table import tagged_row_ids
 from dltrace.rewriter.saved_result import LINEAGE_COLUMN, ROW_COLUMN, shared_view
@@ -217,9 +217,8 @@ class LineageSession:
             return self.plain(query)
         if lineage_on is not None:
             return granularity.granular_sql(self, self.traceable_on_values(query), lineage_on, semantics, repr)
-        return self.lineage_expression(query, semantics, repr, tagged_row_ids if tag_instances else None).sql(
-            dialect="spark"
-        )
+        expression = self.lineage_expression(query, semantics, repr, tagged_row_ids if tag_instances else None)
+        return with_spark_aliases(self, self.expand(query), expression).sql(dialect="spark")
 
     def traceable_on_values(self, query: str) -> str:
         """``query`` for ``LINEAGE ON``: granules are values of base rows, so the saved results

@@ -153,3 +153,16 @@ def test_rewrite_runs_in_spark_sql(capsys, tpch):
         for r in tpch.sql(load("q3")).collect()
     )
     assert from_spark_sql == ours and len(ours) > 100
+
+
+@pytest.mark.parametrize("query", [
+    "select count(*), o_orderstatus from orders group by o_orderstatus order by count(*)",
+    "select count(*), sum(o_totalprice) from orders having count(*) > 1",
+])
+def test_rewrite_names_columns_as_spark_does(capsys, tpch, query):
+    """No ``_col_N`` in the printed SQL: an unnamed column gets Spark's own name."""
+    code, script, _ = cli(capsys, "rewrite", query, "--catalog", str(tpch.catalog.directory))
+    assert code == 0 and "AS _col_" not in script.splitlines()[-1].split(" FROM ")[0]
+    rewritten, plain = tpch.run(tpch.rewrite(query)), tpch.sql(query, lineage=False)
+    assert rewritten.columns == [*plain.columns, "DL"]
+    assert sorted(map(tuple, rewritten.drop("DL").collect())) == sorted(map(tuple, plain.collect()))
