@@ -424,15 +424,18 @@ class LineageSession:
         if name.lower() in names_read(query) and self.store.exists(name):
             raise BadInput(f"result {name.lower()} cannot be computed from itself: save it under another name")
         disjoint = bool(made_by and made_by.disjoint)
-        references = {}
+        references, named_rows_disjoint = {}, True
         if made_by is not None and made_by.lineage_on is None and (read := self.results_read(query)):
             # a step: the rows it read from saved results are named, not spelled out again
             frame = self._row_lineage(query, semantics, repr, references=True)
             references = reference_codes(read)
             disjoint = self._queries[frame].disjoint
+            # rows naming distinct upstream rows have disjoint whole DLs only if those rows do
+            named_rows_disjoint = all(r.disjoint and not r.shared_sets for r in read.values())
         rows, sets = self.shared_lineage(frame)  # shared sets are stored once, not in every row
         if sets:
             disjoint = self._queries[frame].shared.disjoint
+        disjoint = disjoint and named_rows_disjoint
         return self.store.save(rows, name, query, semantics, repr, index, disjoint_rows=disjoint, shared_sets=sets,
                                references=references)
 

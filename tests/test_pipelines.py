@@ -527,3 +527,21 @@ def test_the_readme_duckdb_query_decodes_named_rows_without_dltrace(pipelines, r
              .replace("RESULT", str(Path(str(pipelines.store.path(saved.data))).parent)).replace("CODE", str(code)))
     decoded = {row: list(dl) for row, dl in duckdb.sql(query).fetchall()}
     assert decoded == referencing["ref_natrev"]
+
+
+def test_rows_naming_distinct_upstream_rows_whose_lineage_overlaps_are_not_disjoint(pipelines):
+    """Step 2's rows name distinct rows of step 1, but step 1's rows share customers: a
+    query reading step 2 must still deduplicate its DLs (equal to the inlined query's)."""
+    steps = [
+        ("ov_natprio", "select c_nationkey, o_orderpriority, count(*) as n from customer "
+                       "join orders on c_custkey = o_custkey where o_orderdate < date '1992-03-01' "
+                       "group by c_nationkey, o_orderpriority"),
+        ("ov_prio", "select o_orderpriority, sum(n) as n from ov_natprio group by o_orderpriority"),
+    ]
+    final = "select count(*) as priorities, sum(n) as n from ov_prio"
+    for name, query in steps:
+        pipelines.create_table(name, query, replace=True)
+    assert not pipelines.store.get("ov_natprio").disjoint and not pipelines.store.get("ov_prio").disjoint
+    (row,) = pipelines.sql(final).collect()
+    (inlined_row,) = pipelines.sql(inlined(steps, final)).collect()
+    assert list(row.DL) == list(inlined_row.DL) == sorted(set(row.DL))
