@@ -20,6 +20,7 @@ import re
 
 from sqlglot import exp
 
+from dltrace.errors import DltraceError
 from dltrace.rewriter import DL, parse
 from dltrace.rewriter.qualify import inner_joins, qualify_against_catalog
 
@@ -63,7 +64,12 @@ def with_spark_aliases(session, query: str, expression: exp.Expression) -> exp.E
     made_up = [i for i, n in enumerate(names) if GENERATED_NAME.fullmatch(n) and not re.search(rf"\b{n}\b", query)]
     if not made_up or names[-1] != DL:
         return expression
-    spark_names = session.run(plain_sql(query, session.schemas())).columns
+    from pyspark.errors import PySparkException
+
+    try:
+        spark_names = session.run(plain_sql(query, session.schemas())).columns
+    except (PySparkException, DltraceError):
+        return expression  # Spark cannot analyze the query now (e.g. files gone): sqlglot's names
     renamed = {names[i]: spark_names[i] for i in made_up}
     for i in made_up:
         column = outer.expressions[i]
