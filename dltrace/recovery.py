@@ -94,34 +94,48 @@ def sweep(directory: Location) -> None:
             if _dead_writer(path.name):
                 path.remove()
     kept = referenced_saves(directory / "results")
+    if kept is None:
+        return  # a result's metadata is unreadable: reported when read; no save is swept
     for home in directory.glob("results/*"):
         if home.is_dir():
             _sweep_result(home, {stamp for name, stamp in kept if name == home.name})
 
 
-def referenced_saves(results: Location) -> set[tuple[str, str]]:
+def referenced_saves(results: Location) -> set[tuple[str, str]] | None:
     """``(result, stamp)`` of every earlier save whose rows a current result names in its
     lineage (``references``), directly or through other such saves: their data must stay
     (dltrace/results.py, "References").  Each save keeps a copy of its metadata beside its
-    data (``<stamp>/result.json``), which says what that save references."""
+    data (``<stamp>/result.json``), which says what that save references.  None when a
+    metadata file cannot be read: then what it names is unknown, and no earlier save may go."""
     pending: list[tuple[str, str]] = []
     for metadata in results.glob("*/result.json"):
-        pending.extend(_references(metadata))
+        named = _references(metadata)
+        if named is None:
+            return None
+        pending.extend(named)
     kept: set[tuple[str, str]] = set()
     while pending:
         save = pending.pop()
         if save not in kept:
             kept.add(save)
-            pending.extend(_references(results / save[0] / save[1] / "result.json"))
+            named = _references(results / save[0] / save[1] / "result.json")
+            if named is None:
+                return None
+            pending.extend(named)
     return kept
 
 
-def _references(metadata: Location) -> list[tuple[str, str]]:
+def _references(metadata: Location) -> list[tuple[str, str]] | None:
+    """The saves a result's metadata names, [] without the file (a save made before
+    references), None when it cannot be read."""
     try:
         data = json.loads(metadata.read_text())
-        return [(name, data["results"][name]) for name in data.get("references", {})]
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return []  # a damaged or missing file: reported when the result is read
+        stamps = data.get("results", {})
+        return [(name, stamps[name]) for name in data.get("references", {}) if name in stamps]
+    except FileNotFoundError:
+        return []
+    except (OSError, ValueError, TypeError, AttributeError):
+        return None
 
 
 def _sweep_result(home: Location, kept: set[str]) -> None:

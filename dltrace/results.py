@@ -191,7 +191,10 @@ class ResultStore:
         recorded when ``result`` was computed, the current one or an earlier one kept for it."""
         found = []
         for name, code in sorted(result.references.items(), key=lambda item: item[1]):
-            stamp = result.results[name]
+            stamp = result.results.get(name)
+            if stamp is None:
+                raise CatalogError(f"result {result.name} names rows of result {name} but not which save: "
+                                   f"save {result.name} again")
             current = self._metadata_file(name)
             if current.exists() and (upstream := self._read(current)).stamp == stamp:
                 found.append((upstream, code))
@@ -308,13 +311,15 @@ class ResultStore:
         disjoint_rows: bool = False,
         shared_sets: Sequence = (),
         references: dict[str, int] | None = None,
+        named: dict[str, SavedResult] | None = None,
     ) -> SavedResult:
         """Write ``frame`` (query columns plus ``DL``) as result ``name``, replacing any older one.
 
         ``shared_sets``: one-row DataFrames, each a sorted id array that every row's DL also
         holds (``frame``'s ``DL`` then has the rows' own ids only); stored once each.
         ``references``: the saved results whose rows ``frame``'s DLs name, with their codes
-        (module docstring, "References").
+        (module docstring, "References"); ``named``: their metadata when ``frame`` was
+        planned, which says which of their saves it names.
 
         ``index``: build the forward index (True), don't (False), or only when the saved rows
         are many and large enough for it to pay (None): below ``INDEX_MIN_ROWS`` rows or
@@ -346,6 +351,11 @@ class ResultStore:
         # the pid is for dltrace.recovery
         stamp = f"{time.strftime('%Y%m%dT%H%M%S')}-{time.time_ns() % 1_000_000_000:09d}-p{os.getpid()}"
         data_dir = home / stamp
+        named = dict(named or {})
+        for upstream in named.values():  # a save made before references has no copy of its metadata
+            kept = self.directory / upstream.name / upstream.stamp
+            if kept.exists() and not (kept / METADATA).exists():
+                (kept / METADATA).write_text(json.dumps(asdict(upstream), indent=2))
         data_dir.mkdir()
         try:
             saved = numbered(frame).select(ROW, *map(quoted, columns), *lineage_columns)
@@ -365,13 +375,15 @@ class ResultStore:
             data_dir.remove()
             raise
         relative = data_dir.relative_to(self.catalog.directory)
+        inputs = self.inputs(query)
+        inputs["results"].update({n: r.stamp for n, r in named.items()})  # the saves the rows name
         result = SavedResult(
             name=name,
             query=query,
             semantics=semantics,
             representation=representation,
             catalog_version=self.catalog.version,
-            **self.inputs(query),
+            **inputs,
             created_at=time.time(),
             rows=rows,
             columns=columns,
@@ -387,6 +399,10 @@ class ResultStore:
         )
         replaced = self._read(self._metadata_file(name)) if self._metadata_file(name).exists() else None
         try:
+            gone = sorted(n for n, r in named.items() if not (self.directory / n / r.stamp).exists())
+            if gone:
+                raise BadInput(f"result {gone[0]} was saved again or dropped while {name} was computed from it: "
+                               f"run the step again")
             (data_dir / METADATA).write_text(json.dumps(asdict(result), indent=2))
         except BaseException:
             data_dir.remove()
@@ -469,6 +485,7 @@ class ResultStore:
         target = self.path(result.data).parent / f"index-{time.time_ns()}.parquet"
         write_index(self.rows(spark, result), target)
         result.index = target.relative_to(self.catalog.directory)
+        (target.parent / METADATA).write_text(json.dumps(asdict(result), indent=2))  # the save's own copy
         self._write_metadata(result)
         return result
 
@@ -478,7 +495,8 @@ class ResultStore:
         gone) and then its data."""
         dropped = self.get(name)
         home = self.directory / name.lower()
-        if any(save[0] == dropped.name for save in referenced_saves(self.directory)):
+        kept = referenced_saves(self.directory)
+        if kept is None or any(save[0] == dropped.name for save in kept):
             # saves a result references stay (as after a new save); the result is gone
             (home / METADATA).unlink()
             self._remove_unreferenced(dropped.name, keep=None)
@@ -487,6 +505,7 @@ class ResultStore:
         if not home.atomic_rename:
             (home / METADATA).unlink()
             home.remove()
+            self._remove_unreferenced_upstream(dropped)
             return
         trash = self.directory / f".dropped-{name.lower()}-{time.time_ns()}"
         home.rename(trash)
@@ -501,7 +520,10 @@ class ResultStore:
     def _remove_unreferenced(self, name: str, keep: str | None) -> None:
         """Delete the data of earlier saves (and of saves that failed half way) but ``keep``
         and those a result references."""
-        kept = {stamp for result, stamp in referenced_saves(self.directory) if result == name}
+        referenced = referenced_saves(self.directory)
+        if referenced is None:
+            return  # a result's metadata is unreadable: what it names is unknown, nothing goes
+        kept = {stamp for result, stamp in referenced if result == name}
         for child in (self.directory / name).iterdir():
             if child.is_dir() and child.name != keep and child.name not in kept:
                 child.remove()
@@ -510,6 +532,8 @@ class ResultStore:
         """After ``replaced`` was saved again or dropped: the earlier saves it alone kept for
         its references (and those they kept) are deleted."""
         kept = referenced_saves(self.directory)
+        if kept is None:
+            return
         pending = [(n, replaced.results[n]) for n in replaced.references if n in replaced.results]
         while pending:
             name, stamp = pending.pop()

@@ -9,7 +9,7 @@ from typing import NamedTuple
 from dltrace import granularity, rewriter
 from dltrace.catalog import NAME_PATTERN, Catalog, TableEntry, quoted, register
 from dltrace.engine import reference_codes, rewrite_over_catalog
-from dltrace.errors import BadInput, SourceChanged, spark_error
+from dltrace.errors import BadInput, CatalogError, SourceChanged, spark_error
 from dltrace.plain import plain_sql, with_spark_aliases, with_spark_names
 from dltrace.results import DL, ROW, ResultStore, SavedResult, names_read
 from dltrace.rewriter.base_table import tagged_row_ids
@@ -167,7 +167,7 @@ class LineageSession:
         The files of in-place tables are checked (a stat each): a changed one's error is kept
         in ``_stale`` and raised by a query that reads the table (``run``).
         """
-        self._stale: dict[str, SourceChanged] = {}
+        self._stale: dict[str, SourceChanged | CatalogError] = {}
         for name, entry in self.catalog.tables.items():
             path = str(self.catalog.data_path(name))
             if entry.files:
@@ -187,7 +187,11 @@ class LineageSession:
             if _VIEW_PATHS.get((id(self.spark), name)) != path:
                 # the upstream rows a step's DLs name are resolved when a query reads their
                 # lineage; a step saved from it reads only _dl_row (Spark prunes the rest)
-                rows = self.store.lineage_without_shared(self.spark, result)
+                try:
+                    rows = self.store.lineage_without_shared(self.spark, result)
+                except CatalogError as error:  # e.g. the upstream save it names is gone
+                    self._stale[name] = error  # raised by a query that reads it, not by every query
+                    continue
                 # typed without NULL elements, as the rewriter's own sets: Spark sorts such arrays
                 # natively instead of with a boxed comparator
                 lineage = F.array_compact(rows[DL]).alias(LINEAGE_COLUMN)
@@ -437,7 +441,7 @@ class LineageSession:
             disjoint = self._queries[frame].shared.disjoint
         disjoint = disjoint and named_rows_disjoint
         return self.store.save(rows, name, query, semantics, repr, index, disjoint_rows=disjoint, shared_sets=sets,
-                               references=references)
+                               references=references, named=read if references else None)
 
     # Pipelines (dltrace/pipeline.py): steps saved as results, views, scripts.
 

@@ -19,7 +19,7 @@ from collections import Counter
 import pytest
 
 from dltrace import LineageSession
-from dltrace.errors import BadInput
+from dltrace.errors import BadInput, DltraceError
 from dltrace.formatting import lineage_ids
 from dltrace.ids import split_id
 from dltrace.impact import ImpactWarning
@@ -545,3 +545,81 @@ def test_rows_naming_distinct_upstream_rows_whose_lineage_overlaps_are_not_disjo
     (row,) = pipelines.sql(final).collect()
     (inlined_row,) = pipelines.sql(inlined(steps, final)).collect()
     assert list(row.DL) == list(inlined_row.DL) == sorted(set(row.DL))
+
+
+def test_a_step_whose_subquery_reads_a_saved_result_stores_base_ids_in_its_shared_sets(pipelines, referencing):
+    """Under control semantics an uncorrelated subquery's lineage is one set shared by every
+    row, stored once: it holds base ids, never names of upstream rows."""
+    from dltrace.ids import FIRST_REFERENCE_ID
+    from dltrace.results import SHARED_ID
+
+    step = "select n_name from nation where n_nationkey in (select c_nationkey from ref_custrev)"
+    pipelines.create_table("rv_nat", step, replace=True)
+    saved = pipelines.store.get("rv_nat")
+    assert saved.shared_sets and all(
+        r[SHARED_ID] < FIRST_REFERENCE_ID for r in pipelines.store.shared_sets(pipelines.spark, saved).collect()
+    )
+    inlined_rows = pipelines.sql(inlined(REFERENCE_STEPS[:1], step)).collect()
+    assert sorted((r.n_name, list(r.DL)) for r in pipelines.result("rv_nat").collect()) == sorted(
+        (r.n_name, list(r.DL)) for r in inlined_rows
+    )
+    pipelines.drop_result("rv_nat")
+
+
+def test_a_step_over_a_save_without_a_metadata_copy_and_a_missing_upstream_save(pipelines, referencing, tmp_path):
+    """A save made before references has no copy of its metadata beside its data: a step
+    saved from it writes one.  When the save a step names is gone, only queries reading the
+    step fail, in one line."""
+    upstream = pipelines.store.get("ref_custrev")
+    copy = pipelines.store.path(upstream.data).parent / "result.json"
+    copy.unlink()
+    pipelines.create_table("ref_natrev", REFERENCE_STEPS[1][1], replace=True)
+    assert copy.exists()
+    pipelines.create_table("ref_custrev", REFERENCE_STEPS[0][1] + " having count(*) > 1", replace=True)
+    fresh = LineageSession(str(pipelines.catalog.directory), spark=pipelines.spark)
+    assert {r._row: list(r.DL) for r in fresh.result("ref_natrev").collect()} == referencing["ref_natrev"]
+    kept = pipelines.store.path(upstream.data).parent
+    kept.remove()  # lost by hand
+    from dltrace.session import _VIEW_PATHS
+
+    _VIEW_PATHS.clear()
+    assert fresh.sql("select count(*) as n from nation").collect()[0].n == 25
+    with pytest.raises(DltraceError, match="names rows of result ref_custrev .* which are gone: save ref_natrev again"):
+        fresh.sql("select count(*) from ref_natrev").collect()
+
+
+def test_unreadable_metadata_keeps_every_earlier_save(pipelines, referencing):
+    from dltrace.recovery import sweep
+
+    first = pipelines.store.get("ref_custrev")
+    pipelines.create_table("ref_custrev", REFERENCE_STEPS[0][1] + " having count(*) > 1", replace=True)
+    kept = pipelines.store.path(first.data).parent
+    metadata = pipelines.store.directory / "ref_natrev" / "result.json"
+    text = metadata.read_text()
+    metadata.write_text("{")
+    try:
+        sweep(pipelines.catalog.directory)
+        assert kept.exists()
+    finally:
+        metadata.write_text(text)
+
+
+def test_an_upstream_saved_again_while_a_step_is_computed_fails_the_step_in_one_line(pipelines, referencing,
+                                                                                    monkeypatch):
+    from dltrace import results
+
+    before = pipelines.store.get("ref_natrev")
+    written = results.parquet_rows
+    resaved = []
+
+    def meanwhile(path):  # another process saves the upstream again while the step is written
+        if not resaved:
+            resaved.append(True)
+            pipelines.create_table("ref_custrev", REFERENCE_STEPS[0][1] + " having count(*) > 1", replace=True)
+            pipelines.drop_result("ref_natrev")  # the step's earlier save no longer keeps the old upstream
+        return written(path)
+
+    monkeypatch.setattr(results, "parquet_rows", meanwhile)
+    with pytest.raises(BadInput, match="result ref_custrev was saved again or dropped while ref_natrev was computed"):
+        pipelines.create_table("ref_natrev", REFERENCE_STEPS[1][1], replace=True)
+    assert not pipelines.store.exists("ref_natrev") and before.stamp

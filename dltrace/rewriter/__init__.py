@@ -190,7 +190,10 @@ def _run_per_scope(rules: tuple[Rule, ...], expression: exp.Expression, context:
     plain SQL (their lineage copies are rewritten instead); lineage copies, and the CTEs they
     read, use native sets (Spark cannot run Python UDFs inside scalar subqueries)."""
     native_ctes = ctes_read_by_copies(expression)
-    in_copy = replace(context, representation=SET)
+    # a copy's lineage may be shared by every row and stored once as a set of base ids, so
+    # it reads saved results' lineage spelled out, never their rows' names (saved_result)
+    spelled = {name: replace(lineage, reference=None) for name, lineage in context.saved.items()}
+    in_copy = replace(context, representation=SET, saved=spelled)
     for scope in traverse_scope(expression):
         query = scope.expression
         if is_skipped(query):

@@ -135,7 +135,10 @@ def in_one_group(term: Term, rows: tuple[Term, ...], select: exp.Select, context
         return False
     name = table.name.lower()
     saved = context.saved.get(name)
-    if not (name in context.codes and context.ids_ordered_by_table or saved is not None and saved.disjoint):
+    if saved is not None:  # its rows' names, or their lineage when no id is in two rows'
+        if not (saved.reference is not None or saved.disjoint):
+            return False
+    elif not (name in context.codes and context.ids_ordered_by_table):
         return False
     pinned = pinned_sources(select, context.table_keys or {}, term.source)
     parts = group.expressions

@@ -4,8 +4,9 @@ A representation turns lineage terms into expressions: a set from ids and sets, 
 ``DLUNION`` aggregate, and the final ``DL`` column.  Terms say what their value is (an
 ``ID``, a native ``IDS`` array or ``BDD`` bytes), and each representation accepts the
 other's sets, so parts of one query can use different representations (``auto``; and
-lineage copies of subqueries, which always use native sets because Spark cannot run
-Python UDFs inside scalar subqueries).
+lineage copies of subqueries, which always use native sets because Spark cannot run a
+Python UDF inside a correlated subquery; an uncorrelated one, computed once, can:
+``bdd`` encodes a shared set there).
 
 * ``set``: ``array<bigint>`` with distinct ids, sorted in the final ``DL``; built-in
   functions only, so native aggregates aggregate map-side and the SQL runs in
