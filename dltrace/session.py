@@ -433,12 +433,13 @@ class LineageSession:
             # a step: the rows it read from saved results are named, not spelled out again
             frame = self._row_lineage(query, semantics, repr, references=True)
             references = reference_codes(read)
-            disjoint = self._queries[frame].disjoint
-            # rows naming distinct upstream rows have disjoint whole DLs only if those rows do
+            # the flag describes the whole DLs, as the query planned with saved lineage spelled
+            # out (made_by) sees them; and rows naming distinct upstream rows have disjoint
+            # whole DLs only if those rows do, shared sets included
             named_rows_disjoint = all(r.disjoint and not r.shared_sets for r in read.values())
         rows, sets = self.shared_lineage(frame)  # shared sets are stored once, not in every row
         if sets:
-            disjoint = self._queries[frame].shared.disjoint
+            disjoint = bool(made_by and made_by.shared and made_by.shared.disjoint)
         disjoint = disjoint and named_rows_disjoint
         return self.store.save(rows, name, query, semantics, repr, index, disjoint_rows=disjoint, shared_sets=sets,
                                references=references, named=read if references else None)

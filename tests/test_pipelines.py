@@ -623,3 +623,16 @@ def test_an_upstream_saved_again_while_a_step_is_computed_fails_the_step_in_one_
     with pytest.raises(BadInput, match="result ref_custrev was saved again or dropped while ref_natrev was computed"):
         pipelines.create_table("ref_natrev", REFERENCE_STEPS[1][1], replace=True)
     assert not pipelines.store.exists("ref_natrev") and before.stamp
+
+
+def test_two_terms_over_one_table_are_not_disjoint(pipelines, referencing):
+    """Grouped by order, each row holds its order's id and a step row's whole DL, which
+    names other orders: an order's id can be in two rows, so the result is not disjoint."""
+    step = ("select o_orderkey, count(*) as n from ref_custrev join orders on o_orderkey = c_custkey "
+            "group by o_orderkey")
+    pipelines.create_table("rv_ord", step, replace=True)
+    assert not pipelines.store.get("rv_ord").disjoint
+    final = "select count(*) as n from rv_ord"
+    (row,) = pipelines.sql(final).collect()
+    assert list(row.DL) == sorted(set(row.DL))
+    pipelines.drop_result("rv_ord")

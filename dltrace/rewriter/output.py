@@ -73,13 +73,25 @@ def output(expression: exp.Expression, context: RewriteContext) -> exp.Expressio
             sets.append(standalone)
         own = lambda term: not is_symbolic(term, context)  # noqa: E731
         split = SharedLineage(
-            _with_dl(expression.copy(), lineage, context, own), tuple(sets), all(t.unique for t in terms if own(t))
+            _with_dl(expression.copy(), lineage, context, own), tuple(sets), disjoint_rows([t for t in terms if own(t)])
         )
     expression = _with_dl(expression, lineage, context, lambda term: True)
-    expression.meta[DISJOINT_ROWS] = all(term.unique for term in terms)
+    expression.meta[DISJOINT_ROWS] = disjoint_rows(terms)
     if split is not None:
         expression.meta[SHARED] = split
     return expression
+
+
+def disjoint_rows(terms: Lineage) -> bool:
+    """No id is in the DLs of two rows: each term's ids are carried by one row only
+    (``unique``), and no two terms hold ids of one table (a row's customer ids through a
+    saved step and another row's through the table itself may meet)."""
+    seen: set[str] = set()
+    for term in terms:
+        if not term.unique or term.tables & seen:
+            return False
+        seen |= term.tables
+    return True
 
 
 def _with_dl(
