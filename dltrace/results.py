@@ -251,20 +251,10 @@ class ResultStore:
     def lineage_rows(self, spark, result: SavedResult):
         """The saved rows with each row's whole ``DL`` spelled out (sorted ids: its own and
         those of the shared sets it names), without ``DL_shared``."""
-        from pyspark.sql import functions as F
-
         rows = self.rows(spark, result)
-        if result.references:
-            return self._resolved(spark, result, rows, shared=True)
-        sets = self.shared_sets(spark, result)
-        if sets is None:
+        if not (result.references or result.shared):
             return rows
-        whole = sets.groupBy(SHARED_SET).agg(F.collect_list(SHARED_ID).alias("__ids"))
-        named = rows.select(ROW, F.explode(SHARED_REFS).alias(SHARED_SET)).join(F.broadcast(whole), SHARED_SET)
-        shared = named.groupBy(ROW).agg(F.flatten(F.collect_list("__ids")).alias("__shared"))
-        spelled = F.array_sort(F.array_distinct(F.concat(DL, F.coalesce("__shared", F.array().cast("array<bigint>")))))
-        columns = [c for c in rows.columns if c != SHARED_REFS]
-        return rows.join(shared, ROW, "left").select(*(spelled.alias(DL) if c == DL else quoted(c) for c in columns))
+        return self._resolved(spark, result, rows, shared=True)
 
     def lineage_without_shared(self, spark, result: SavedResult):
         """The saved rows with the upstream rows their DLs name resolved (their whole DLs), the
@@ -408,9 +398,10 @@ class ResultStore:
             data_dir.remove()
             raise
         self._write_metadata(result)
-        self._remove_unreferenced(name, keep=stamp)
+        referenced = referenced_saves(self.directory)
+        self._remove_unreferenced(name, stamp, referenced)
         if replaced is not None:
-            self._remove_unreferenced_upstream(replaced)
+            self._remove_unreferenced_upstream(replaced, referenced)
         return result
 
     def inputs(self, query: str) -> dict:
@@ -499,28 +490,26 @@ class ResultStore:
         if kept is None or any(save[0] == dropped.name for save in kept):
             # saves a result references stay (as after a new save); the result is gone
             (home / METADATA).unlink()
-            self._remove_unreferenced(dropped.name, keep=None)
-            self._remove_unreferenced_upstream(dropped)
-            return
-        if not home.atomic_rename:
+        elif not home.atomic_rename:
             (home / METADATA).unlink()
             home.remove()
-            self._remove_unreferenced_upstream(dropped)
-            return
-        trash = self.directory / f".dropped-{name.lower()}-{time.time_ns()}"
-        home.rename(trash)
-        trash.remove()
-        self._remove_unreferenced_upstream(dropped)
+        else:
+            trash = self.directory / f".dropped-{name.lower()}-{time.time_ns()}"
+            home.rename(trash)
+            trash.remove()
+        kept = referenced_saves(self.directory)  # without the dropped result's references
+        if home.exists():
+            self._remove_unreferenced(dropped.name, None, kept)
+        self._remove_unreferenced_upstream(dropped, kept)
 
     def _write_metadata(self, result: SavedResult) -> None:
         (self.directory / result.name / METADATA).write_atomically(
             json.dumps(asdict(result), indent=2), f".result-{os.getpid()}-{time.time_ns()}.json"
         )
 
-    def _remove_unreferenced(self, name: str, keep: str | None) -> None:
+    def _remove_unreferenced(self, name: str, keep: str | None, referenced: set[tuple[str, str]] | None) -> None:
         """Delete the data of earlier saves (and of saves that failed half way) but ``keep``
-        and those a result references."""
-        referenced = referenced_saves(self.directory)
+        and those a result references (``referenced``: ``recovery.referenced_saves``)."""
         if referenced is None:
             return  # a result's metadata is unreadable: what it names is unknown, nothing goes
         kept = {stamp for result, stamp in referenced if result == name}
@@ -528,10 +517,9 @@ class ResultStore:
             if child.is_dir() and child.name != keep and child.name not in kept:
                 child.remove()
 
-    def _remove_unreferenced_upstream(self, replaced: SavedResult) -> None:
+    def _remove_unreferenced_upstream(self, replaced: SavedResult, kept: set[tuple[str, str]] | None) -> None:
         """After ``replaced`` was saved again or dropped: the earlier saves it alone kept for
         its references (and those they kept) are deleted."""
-        kept = referenced_saves(self.directory)
         if kept is None:
             return
         pending = [(n, replaced.results[n]) for n in replaced.references if n in replaced.results]
