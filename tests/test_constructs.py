@@ -61,6 +61,13 @@ CONSTRUCTS = {
     "group_by_key_and_pinned_columns": "select s.t_id, d.s_name, i.category, sum(s.num) as n from sales s "
                                        "join store d on d.s_id = s.s_id join item i on i.i_id = s.i_id "
                                        "group by s.t_id, d.s_name, i.category having d.s_name <> 'Nowhere'",
+    "regroup_groups_by_two_keys": "select n, count(*) as c from (select d.s_id, s.t_id, count(*) as n from store d "
+                                  "join sales s on s.s_id = d.s_id group by d.s_id, s.t_id) x group by n",
+    "exists_joined_grouped": "select d.s_name, count(*) as n from store d join sales s1 on d.s_id = s1.s_id where "
+                             "exists (select 1 from sales s2 where s2.s_id = s1.s_id and s2.i_id <> s1.i_id) "
+                             "group by d.s_name order by n desc, d.s_name",
+    "two_exists": "select s_name from store d where exists (select 1 from sales s where s.s_id = d.s_id) and exists "
+                  "(select 1 from sales t where t.s_id = d.s_id and t.num > 1500)",
     "group_by_key_ordered": "select d.s_id, upper(d.city) as city, sum(s.num) as n from store d join sales s "
                             "on s.s_id = d.s_id group by d.s_id, d.s_name, d.city order by d.s_name desc, d.s_id",
 }

@@ -41,6 +41,7 @@ from dltrace.rewriter.base_table import number_instances
 from dltrace.rewriter.context import DISJOINT_ROWS, SHARED, IdSource, RewriteContext
 from dltrace.rewriter.distinct import distinct
 from dltrace.rewriter.distinct_set_operations import distinct_set_operations
+from dltrace.rewriter.exists_join import exists_join
 from dltrace.rewriter.inequality_split import inequality_split
 from dltrace.rewriter.join import join
 from dltrace.rewriter.output import DL, SharedLineage, output
@@ -83,10 +84,11 @@ RULES: tuple[Phase, ...] = (
     # qualified columns and expanded stars.  Then refuse what cannot be traced, on the query as
     # written; number table occurrences before copies duplicate them; turn constructs into
     # equivalent ones the scope rules know (distinct set operations and SEMI/ANTI joins into
-    # EXISTS and DISTINCT, DISTINCT into GROUP BY); last copy the expression subqueries, which
+    # EXISTS and DISTINCT, DISTINCT into GROUP BY); under control semantics join an EXISTS
+    # the plan is better off joining (a speed-up); last copy the expression subqueries, which
     # must see every subquery the earlier rules made.
     Phase("prepare", (qualify, refuse_unsupported, number_instances, distinct_set_operations, semi_anti_join,
-                      distinct, subquery_copies)),
+                      distinct, exists_join, subquery_copies)),
     # Per scope, innermost first: the sources' lineage (base tables, saved results, subqueries,
     # CTEs, outer joins), WHERE subqueries before grouping, aggregation, HAVING and SELECT-list
     # subqueries after it, windows, then the SELECT list exposes the lineage to the enclosing

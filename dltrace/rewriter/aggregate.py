@@ -16,6 +16,7 @@ from dataclasses import replace
 
 from sqlglot import exp
 
+from dltrace.catalog import ID_COLUMN
 from dltrace.rewriter.clauses import sources
 from dltrace.rewriter.context import RewriteContext
 from dltrace.rewriter.keys import pinned_sources
@@ -45,11 +46,12 @@ def aggregate(select: exp.Expression, context: RewriteContext) -> exp.Expression
     size = expected_group_lineage(select, context)
     plain = not has_grouping_sets(select)
     by_key = grouped_by_key(select, context.table_keys or {}) if plain else frozenset()
+    by_row_id = grouped_by_row_id(select, context) if plain else frozenset()
     global_aggregate = not select.args.get("group")
     terms, collected = [], False
     for term in rows:
-        if term.kind is Kind.ID and term.source in by_key and context.ids_ordered_by_table:
-            terms.append(one_row_per_group(term))
+        if term.kind is Kind.ID and term.source in by_key | by_row_id and context.ids_ordered_by_table:
+            terms.append(one_row_per_group(term, unique=in_one_group(term, rows, select, context)))
             continue
         if term.shared and global_aggregate and isinstance(term.sql, exp.Subquery):
             terms.append(only_if_rows_read(term))
@@ -158,16 +160,19 @@ def only_if_rows_read(term: Term) -> Term:
     return replace(term, sql=exp.If(this=has_rows, true=term.sql, false=exp.Null()), nullable=True, shared=False)
 
 
-def one_row_per_group(term: Term) -> Term:
-    """The id of a table grouped by its key: every row of a group is the same row of that
-    table, so the DLUNION is its one id (NULL on the padded side of an outer join), still an
-    ``ID`` term, and no two groups share it; no set is built per group."""
-    return replace(term, sql=call("first", term.sql, exp.true()), unique=True)
+def one_row_per_group(term: Term, unique: bool) -> Term:
+    """The id of a table grouped by its key or row id: every row of a group is the same row
+    of that table, so the DLUNION is its one id (NULL on the padded side of an outer join),
+    still an ``ID`` term; no set is built per group.  ``unique``: no two groups share it,
+    which grouping by the key alone does not promise (``GROUP BY c_custkey, o_orderkey``
+    puts a customer in a group per order)."""
+    return replace(term, sql=call("first", term.sql, exp.true()), unique=unique)
 
 
 def grouped_by_key(select: exp.Select, table_keys: dict[str, list[str]]) -> frozenset[str]:
     """Aliases of tables read once in FROM whose declared key is among the GROUP BY
-    columns: each of their rows falls into one group only, so no two groups share its id."""
+    columns: every row of a group holds the same row of each (whether two groups may hold
+    it is ``in_one_group``'s question)."""
     group = select.args.get("group")
     if group is None:
         return frozenset()
@@ -180,6 +185,23 @@ def grouped_by_key(select: exp.Select, table_keys: dict[str, list[str]]) -> froz
         if names.count(name) == 1
         and (key := table_keys.get(name))
         and all((table.alias_or_name, k.lower()) in grouped for k in key)
+    )
+
+
+def grouped_by_row_id(select: exp.Select, context: RewriteContext) -> frozenset[str]:
+    """Aliases of catalog tables whose row id ``_dl_id`` is a GROUP BY column (as
+    ``exists_join`` groups): each group holds one row of each."""
+    group = select.args.get("group")
+    if group is None:
+        return frozenset()
+    grouped = {(c.table, c.name.lower()) for c in group.find_all(exp.Column)}
+    return frozenset(
+        source.alias_or_name
+        for source in sources(select)
+        if isinstance(source, exp.Table)
+        and source.name.lower() in context.codes
+        and source.name.lower() not in context.saved
+        and (source.alias_or_name, ID_COLUMN) in grouped
     )
 
 

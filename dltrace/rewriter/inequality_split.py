@@ -7,9 +7,10 @@ billions of pairs).  For a non-NULL outer value ``o``, the rows with ``r.c <> o`
 with ``r.c IS NOT NULL`` minus those with ``r.c = o``; for a NULL one there are none.  Both
 sides decorrelate into an aggregate joined back by key.
 
->>> from dltrace.rewriter import rewrite_sql, PAPER_SCHEMA
+>>> from dltrace.rewriter import rewrite_sql, without, PAPER_SCHEMA
 >>> print(rewrite_sql("SELECT t_id FROM sales s1 WHERE EXISTS "
-...                   "(SELECT 1 FROM sales s2 WHERE s2.s_id = s1.s_id AND s2.i_id <> s1.i_id)", PAPER_SCHEMA))
+...                   "(SELECT 1 FROM sales s2 WHERE s2.s_id = s1.s_id AND s2.i_id <> s1.i_id)", PAPER_SCHEMA,
+...                   rules=without("exists_join")))
 SELECT s1.t_id AS t_id, SORT_ARRAY(ARRAY_DISTINCT(CONCAT(ARRAY(s1._dl_id), COALESCE(CASE WHEN s1.i_id IS NULL THEN SLICE(ARRAY(CAST(0 AS BIGINT)), 1, 0) ELSE ARRAY_EXCEPT((SELECT COLLECT_LIST(s2._dl_id) AS __dl FROM sales AS s2 WHERE s2.s_id = s1.s_id AND NOT s2.i_id IS NULL), (SELECT COLLECT_LIST(s2._dl_id) AS __dl FROM sales AS s2 WHERE s2.s_id = s1.s_id AND s2.i_id = s1.i_id)) END, SLICE(ARRAY(CAST(0 AS BIGINT)), 1, 0))))) AS DL FROM sales AS s1 WHERE EXISTS(SELECT 1 AS `1` FROM sales AS s2 WHERE s2.s_id = s1.s_id AND s2.i_id <> s1.i_id)
 """  # noqa: E501
 

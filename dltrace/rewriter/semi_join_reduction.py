@@ -8,10 +8,11 @@ every key (TPC-H Q4: the lineitems of one quarter's orders instead of all 6M).  
 smaller outer table is worth it (the keys are read from it), and copies of any other shape
 are left as they are.
 
->>> from dltrace.rewriter import rewrite, parse, PAPER_CODES, PAPER_SCHEMA
+>>> from dltrace.rewriter import rewrite, parse, without, PAPER_CODES, PAPER_SCHEMA
 >>> query = parse("SELECT s_name FROM store d WHERE d.state = 'CA' AND EXISTS "
 ...               "(SELECT 1 FROM sales s WHERE s.s_id = d.s_id AND s.num > 2000)")
->>> print(rewrite(query, PAPER_SCHEMA, PAPER_CODES, table_rows={"store": 10, "sales": 1000}).sql("spark"))
+>>> print(rewrite(query, PAPER_SCHEMA, PAPER_CODES, table_rows={"store": 10, "sales": 1000},
+...               rules=without("exists_join")).sql("spark"))
 SELECT d.s_name AS s_name, CONCAT(ARRAY(d._dl_id), SORT_ARRAY(COALESCE((SELECT COLLECT_LIST(s._dl_id) AS __dl FROM sales AS s WHERE (s.s_id = d.s_id AND s.num > 2000) AND s.s_id IN (SELECT __dlkeys.s_id FROM store AS __dlkeys WHERE __dlkeys.state = 'CA')), SLICE(ARRAY(CAST(0 AS BIGINT)), 1, 0)))) AS DL FROM store AS d WHERE d.state = 'CA' AND EXISTS(SELECT 1 AS `1` FROM sales AS s WHERE s.s_id = d.s_id AND s.num > 2000)
 """  # noqa: E501
 

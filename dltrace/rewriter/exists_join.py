@@ -1,0 +1,184 @@
+"""Speed-up rule (control semantics): a correlated EXISTS over one table becomes an inner join
+with that table, grouped back to one row per outer row.
+
+Under control semantics an EXISTS adds to an outer row the lineage of the subquery's rows for
+that row, which are the rows an inner join on the subquery's WHERE matches to it.  Left a
+subquery, its lineage copy is decorrelated by Spark into aggregates of the whole inner table
+by the correlation keys, joined back (TPC-H Q21: two aggregates of all 6M lineitems, 2.7x the
+plain query).  Joined instead, each outer row meets its own inner rows once, where the plan
+reaches them.  Grouping by the ids of the outer row's base rows (a row of a join is one
+combination of its tables' rows) gives back each outer row that has a match, once; the join
+and aggregate rules then give it ``DL(outer row) ∪ DLUNION(its matches)``, the EXISTS's
+control lineage.  The rest of the query (SELECT list, GROUP BY, HAVING, ORDER BY, ...) reads
+the grouped rows as a derived table: the same rows, columns and order.
+
+It applies to a SELECT that reads catalog tables only, through inner or cross joins, and is
+not itself correlated; to the first top-level WHERE conjunct ``EXISTS (SELECT ... FROM one
+catalog table WHERE ...)`` with nothing but a WHERE that correlates it to that SELECT's
+tables through at least one equality (a join Spark can hash); and only when the SELECT has
+no subquery outside its WHERE.  One EXISTS per SELECT: joining two would multiply their
+matches.  Under data semantics an EXISTS adds nothing, and the rule does not apply.
+
+>>> from dltrace.rewriter import rewrite_sql, only, PAPER_SCHEMA
+>>> print(rewrite_sql("SELECT d.s_name FROM store d WHERE d.state = 'CA' AND EXISTS "
+...                   "(SELECT 1 FROM sales s WHERE s.s_id = d.s_id AND s.num > 2000)", PAPER_SCHEMA,
+...                   rules=only("qualify", "exists_join")))
+SELECT __dlexists.d__s_name AS s_name FROM (SELECT ANY_VALUE(d.s_name) AS d__s_name FROM store AS d INNER JOIN sales AS s ON s.s_id = d.s_id AND s.num > 2000 WHERE d.state = 'CA' GROUP BY d._dl_id) AS __dlexists
+"""  # noqa: E501
+
+from __future__ import annotations
+
+import re
+
+from sqlglot import exp
+from sqlglot.optimizer.scope import Scope, traverse_scope
+
+from dltrace.catalog import ID_COLUMN
+from dltrace.rewriter.clauses import conjuncts, sources
+from dltrace.rewriter.context import RewriteContext
+
+DERIVED_ALIAS = "__dlexists"
+JOINED = "exists_joined"  # meta of the grouped SELECT the rule made: not joined again
+# the parts of a SELECT that move into the grouped rows; every other part reads them
+MOVED = ("from_", "joins", "where", "with")
+INNER_JOINS = ("", "INNER", "CROSS")
+
+
+def exists_join(expression: exp.Expression, context: RewriteContext) -> exp.Expression:
+    """Join each SELECT's first joinable EXISTS (see the module docstring), innermost first."""
+    if context.semantics != "control":
+        return expression
+    while (found := _next_candidate(expression, context)) is not None:
+        _join(*found)
+    return expression
+
+
+def _next_candidate(expression: exp.Expression, context: RewriteContext):
+    for scope in traverse_scope(expression):
+        select = scope.expression
+        if isinstance(select, exp.Select) and not select.meta.get(JOINED) and _reads_tables_only(scope, context):
+            aliases = {table.alias_or_name for table in sources(select)}
+            for conjunct in conjuncts(select.args.get("where")):
+                if isinstance(conjunct, exp.Exists) and _joinable(conjunct.this, aliases, context):
+                    return select, conjunct
+    return None
+
+
+def _catalog_table(node: exp.Expression, context: RewriteContext) -> bool:
+    """A table of the catalog (rows with ``_dl_id``), not a saved result or a CTE."""
+    if not isinstance(node, exp.Table) or node.args.get("db") or not isinstance(node.this, exp.Identifier):
+        return False
+    name = node.name.lower()
+    return name in context.codes and name not in context.saved
+
+
+def _reads_tables_only(scope: Scope, context: RewriteContext) -> bool:
+    select = scope.expression
+    tables = sources(select)
+    if not tables or scope.external_columns or select.args.get("laterals"):
+        return False
+    if not all(_catalog_table(t, context) and scope.sources.get(t.alias_or_name) is t for t in tables):
+        return False
+    for join in select.args.get("joins") or []:
+        if join.side or join.kind.upper() not in INNER_JOINS or join.args.get("using") or join.method:
+            return False
+    if any(isinstance(e, exp.Star) or isinstance(e.this, exp.Star) for e in select.expressions):
+        return False
+    return not any(node.find(exp.Select) for node in _read_parts(select))
+
+
+def _read_parts(select: exp.Select) -> list[exp.Expression]:
+    """The parts of ``select`` that read the grouped rows once the rule has applied."""
+    parts: list[exp.Expression] = []
+    for key, value in select.args.items():
+        if key not in MOVED:
+            parts.extend(v for v in (value if isinstance(value, list) else [value]) if isinstance(v, exp.Expression))
+    return parts
+
+
+def _joinable(sub: exp.Expression, outer_aliases: set[str], context: RewriteContext) -> bool:
+    """A SELECT over one catalog table with only a WHERE, correlated to ``outer_aliases``
+    alone, through at least one equality of an inner and an outer expression."""
+    if not isinstance(sub, exp.Select) or sub.args.get("where") is None:
+        return False
+    if any(value for key, value in sub.args.items() if key not in ("expressions", "from_", "where")):
+        return False
+    table = sub.args["from_"].this
+    if not _catalog_table(table, context) or any(s is not sub for s in sub.find_all(exp.Select)):
+        return False
+    if sub.find(exp.AggFunc, exp.Window):
+        return False
+    inner = table.alias_or_name
+    condition = sub.args["where"].this
+    tables_read = {column.table for column in condition.find_all(exp.Column)}
+    if not tables_read - {inner} or not tables_read <= outer_aliases | {inner}:
+        return False
+
+    def reads_only(side: exp.Expression, aliases: set[str]) -> bool:
+        read = {column.table for column in side.find_all(exp.Column)}
+        return bool(read) and read <= aliases
+
+    return any(
+        isinstance(c, exp.EQ)
+        and ((reads_only(c.this, {inner}) and reads_only(c.expression, outer_aliases))
+             or (reads_only(c.expression, {inner}) and reads_only(c.this, outer_aliases)))
+        for c in conjuncts(condition)
+    )
+
+
+def _join(select: exp.Select, exists: exp.Exists) -> None:
+    """Move ``select``'s FROM, JOINs and WHERE (without ``exists``) into grouped rows joined
+    with the subquery's table on its WHERE, which the rest of ``select`` reads."""
+    aliases = [table.alias_or_name for table in sources(select)]
+    sub = exists.this
+    table = sub.args["from_"].this
+    if table.alias_or_name in aliases:  # the subquery's name for its table hides an outer one
+        fresh = _fresh(table.alias_or_name, set(aliases))
+        for column in sub.find_all(exp.Column):
+            if column.table == table.alias_or_name:
+                column.set("table", exp.to_identifier(fresh))
+        table.set("alias", exp.TableAlias(this=exp.to_identifier(fresh)))
+    carried: dict[tuple[str, str], str] = {}
+    for part in _read_parts(select):
+        for column in part.find_all(exp.Column):
+            if column.table in aliases:
+                carried.setdefault((column.table, column.name), f"{column.table}__{column.name}".lower())
+    if len(set(carried.values())) < len(carried):  # two columns would get one name: leave the EXISTS
+        select.meta[JOINED] = True
+        return
+    projections = [
+        exp.alias_(exp.AnyValue(this=exp.column(name, table=alias)), _identifier(carried_name))
+        for (alias, name), carried_name in carried.items()
+    ] or [exp.alias_(exp.true(), _identifier(DERIVED_ALIAS))]
+    grouped = exp.select(*projections, copy=False)
+    grouped.set("from_", select.args["from_"].pop())
+    joins = [join.pop() for join in list(select.args.get("joins") or [])]
+    for join in joins:
+        if not join.kind and not join.args.get("on"):
+            join.set("kind", "CROSS")  # `a, b JOIN c ON ...` would bind the ON to b alone
+    condition = sub.args["where"].this.pop()
+    grouped.set("joins", [*joins, exp.Join(this=table.pop(), kind="INNER", on=condition)])
+    rest = [c for c in conjuncts(select.args.get("where")) if c is not exists]
+    select.set("where", None)
+    if rest:
+        grouped.where(exp.and_(*rest, copy=False), copy=False)
+    grouped.group_by(*(exp.column(ID_COLUMN, table=alias) for alias in aliases), copy=False)
+    grouped.meta[JOINED] = True
+    for part in _read_parts(select):
+        for column in list(part.find_all(exp.Column)):
+            if (column.table, column.name) in carried:
+                column.replace(exp.column(_identifier(carried[(column.table, column.name)]), table=DERIVED_ALIAS))
+    select.set("joins", None)
+    select.set("from_", exp.From(this=exp.Subquery(this=grouped, alias=exp.TableAlias(
+        this=exp.to_identifier(DERIVED_ALIAS)))))
+
+
+def _fresh(name: str, taken: set[str]) -> str:
+    number = 1
+    while f"{name}_{number}" in taken:
+        number += 1
+    return f"{name}_{number}"
+
+
+def _identifier(name: str) -> exp.Identifier:
+    return exp.to_identifier(name, quoted=not re.fullmatch(r"[a-z_][a-z0-9_]*", name))
