@@ -118,10 +118,11 @@ def _joinable(sub: exp.Expression, outer_aliases: set[str], context: RewriteCont
         read = {column.table for column in side.find_all(exp.Column)}
         return bool(read) and read <= aliases
 
+    outer = outer_aliases - {inner}  # an outer table the subquery's own name hides is not read
     return any(
         isinstance(c, exp.EQ)
-        and ((reads_only(c.this, {inner}) and reads_only(c.expression, outer_aliases))
-             or (reads_only(c.expression, {inner}) and reads_only(c.this, outer_aliases)))
+        and ((reads_only(c.this, {inner}) and reads_only(c.expression, outer))
+             or (reads_only(c.expression, {inner}) and reads_only(c.this, outer)))
         for c in conjuncts(condition)
     )
 
