@@ -15,15 +15,17 @@ the grouped rows as a derived table: the same rows, columns and order.
 It applies to a SELECT that reads catalog tables only, through inner or cross joins, and is
 not itself correlated; to the first top-level WHERE conjunct ``EXISTS (SELECT ... FROM one
 catalog table WHERE ...)`` with nothing but a WHERE that correlates it to that SELECT's
-tables through at least one equality (a join Spark can hash); and only when the SELECT has
-no subquery outside its WHERE.  One EXISTS per SELECT: joining two would multiply their
+tables through at least one equality (a join Spark can hash) and selects plain columns or
+constants; and only when the SELECT has no subquery outside its WHERE, no arrays_zip (whose
+fields are named after the columns the rule renames) and nothing non-deterministic (joined,
+``rand()`` would be drawn once per match, and Spark refuses it in a join condition).  One EXISTS per SELECT: joining two would multiply their
 matches.  Under data semantics an EXISTS adds nothing, and the rule does not apply.
 
 >>> from dltrace.rewriter import rewrite_sql, only, PAPER_SCHEMA
 >>> print(rewrite_sql("SELECT d.s_name FROM store d WHERE d.state = 'CA' AND EXISTS "
 ...                   "(SELECT 1 FROM sales s WHERE s.s_id = d.s_id AND s.num > 2000)", PAPER_SCHEMA,
 ...                   rules=only("qualify", "exists_join")))
-SELECT __dlexists.d__s_name AS s_name FROM (SELECT ANY_VALUE(d.s_name) AS d__s_name FROM store AS d INNER JOIN sales AS s ON s.s_id = d.s_id AND s.num > 2000 WHERE d.state = 'CA' GROUP BY d._dl_id) AS __dlexists
+SELECT __dlexists.s_name AS s_name FROM (SELECT ANY_VALUE(d.s_name) AS s_name FROM store AS d INNER JOIN sales AS s ON s.s_id = d.s_id AND s.num > 2000 WHERE d.state = 'CA' GROUP BY d._dl_id) AS __dlexists
 """  # noqa: E501
 
 from __future__ import annotations
@@ -40,8 +42,12 @@ from dltrace.rewriter.context import RewriteContext
 DERIVED_ALIAS = "__dlexists"
 JOINED = "exists_joined"  # meta of the grouped SELECT the rule made: not joined again
 # the parts of a SELECT that move into the grouped rows; every other part reads them
-MOVED = ("from_", "joins", "where", "with")
+MOVED = ("from_", "joins", "where", "with_")
 INNER_JOINS = ("", "INNER", "CROSS")
+# evaluated once per (outer row, match) once joined, and refused by Spark in a join condition
+NONDETERMINISTIC = frozenset({"rand", "randn", "random", "uuid", "shuffle", "monotonically_increasing_id",
+                              "spark_partition_id", "input_file_name", "input_file_block_start",
+                              "input_file_block_length"})
 
 
 def exists_join(expression: exp.Expression, context: RewriteContext) -> exp.Expression:
@@ -84,7 +90,15 @@ def _reads_tables_only(scope: Scope, context: RewriteContext) -> bool:
             return False
     if any(isinstance(e, exp.Star) or isinstance(e.this, exp.Star) for e in select.expressions):
         return False
-    return not any(node.find(exp.Select) for node in _read_parts(select))
+    if _nondeterministic(select):
+        return False
+    # arrays_zip names its struct's fields after its argument columns, which the rule renames
+    return not any(node.find(exp.Select, exp.ArraysZip) for node in _read_parts(select))
+
+
+def _nondeterministic(node: exp.Expression) -> bool:
+    return any((f.name.lower() if isinstance(f, exp.Anonymous) else f.key) in NONDETERMINISTIC
+               for f in node.find_all(exp.Func))
 
 
 def _read_parts(select: exp.Select) -> list[exp.Expression]:
@@ -106,7 +120,10 @@ def _joinable(sub: exp.Expression, outer_aliases: set[str], context: RewriteCont
     table = sub.args["from_"].this
     if not _catalog_table(table, context) or any(s is not sub for s in sub.find_all(exp.Select)):
         return False
-    if sub.find(exp.AggFunc, exp.Window):
+    if sub.find(exp.AggFunc, exp.Window) or _nondeterministic(sub):
+        return False
+    # EXISTS asks whether the select list gives a row: a generator there (inline, stack) may not
+    if not all(isinstance(e.unalias(), (exp.Column, exp.Literal)) for e in sub.expressions):
         return False
     inner = table.alias_or_name
     condition = sub.args["where"].this
@@ -139,13 +156,14 @@ def _join(select: exp.Select, exists: exp.Exists) -> None:
             if column.table == table.alias_or_name:
                 column.set("table", exp.to_identifier(fresh))
         table.set("alias", exp.TableAlias(this=exp.to_identifier(fresh)))
-    carried: dict[tuple[str, str], str] = {}
-    for part in _read_parts(select):
-        for column in part.find_all(exp.Column):
-            if column.table in aliases:
-                carried.setdefault((column.table, column.name), f"{column.table}__{column.name}".lower())
-    if len(set(carried.values())) < len(carried):  # two columns would get one name: leave the EXISTS
-        select.meta[JOINED] = True
+    read = {(column.table, column.name) for part in _read_parts(select) for column in part.find_all(exp.Column)
+            if column.table in aliases}
+    names = [name.lower() for _, name in read]
+    # a column keeps its name (what Spark names fields after), unless two tables' columns share it
+    carried = {(alias, name): name.lower() if names.count(name.lower()) == 1 else f"{alias}__{name}".lower()
+               for alias, name in sorted(read)}
+    if len(set(carried.values())) < len(carried) or DERIVED_ALIAS in carried.values():
+        select.meta[JOINED] = True  # two columns would get one name: leave the EXISTS
         return
     projections = [
         exp.alias_(exp.AnyValue(this=exp.column(name, table=alias)), _identifier(carried_name))
