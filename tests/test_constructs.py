@@ -68,6 +68,8 @@ CONSTRUCTS = {
                              "group by d.s_name order by n desc, d.s_name",
     "two_exists": "select s_name from store d where exists (select 1 from sales s where s.s_id = d.s_id) and exists "
                   "(select 1 from sales t where t.s_id = d.s_id and t.num > 1500)",
+    "copy_over_grouped_cte": "with t as (select s_id, sum(num) as n from sales where price > 10 group by s_id) "
+                             "select s_id, n from t where n = (select max(n) from t)",
     "group_by_key_ordered": "select d.s_id, upper(d.city) as city, sum(s.num) as n from store d join sales s "
                             "on s.s_id = d.s_id group by d.s_id, d.s_name, d.city order by d.s_name desc, d.s_id",
 }

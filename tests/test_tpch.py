@@ -124,7 +124,8 @@ def test_exact_oracle_catches_a_stray_id(tpch, oracle, lineage_rows):
 # rule that another speed-up takes the place of on that query is compared with that one off
 SPEED_UPS = [("semi_join_reduction", "q20", ()), ("hoist_uncorrelated_copies", "q11", ()),
              ("mark_subsuming_copies", "q11", ()), ("surviving_groups", "q18", ()),
-             ("inequality_split", "q21", ("exists_join",)), ("exists_join", "q21", ()), ("exists_join", "q4", ())]
+             ("inequality_split", "q21", ("exists_join",)), ("exists_join", "q21", ()), ("exists_join", "q4", ()),
+             ("ungrouped_copies", "q15", ())]
 
 
 @pytest.mark.parametrize("rule, name, off", SPEED_UPS)

@@ -64,6 +64,7 @@ from dltrace.rewriter.subquery_copies import (
 from dltrace.rewriter.subquery_value import subquery_value
 from dltrace.rewriter.surviving_groups import surviving_groups
 from dltrace.rewriter.uncorrelated_copies import hoist_uncorrelated_copies, mark_subsuming_copies
+from dltrace.rewriter.ungrouped_copies import ungrouped_copies
 from dltrace.rewriter.unsupported import refuse_unsupported
 from dltrace.rewriter.window import window
 
@@ -85,10 +86,11 @@ RULES: tuple[Phase, ...] = (
     # written; number table occurrences before copies duplicate them; turn constructs into
     # equivalent ones the scope rules know (distinct set operations and SEMI/ANTI joins into
     # EXISTS and DISTINCT, DISTINCT into GROUP BY); under control semantics join an EXISTS
-    # the plan is better off joining (a speed-up); last copy the expression subqueries, which
-    # must see every subquery the earlier rules made.
+    # the plan is better off joining (a speed-up); then copy the expression subqueries, which
+    # must see every subquery the earlier rules made, and point a copy over all of a grouped
+    # CTE at the rows it groups (a speed-up).
     Phase("prepare", (qualify, refuse_unsupported, number_instances, distinct_set_operations, semi_anti_join,
-                      distinct, exists_join, subquery_copies)),
+                      distinct, exists_join, subquery_copies, ungrouped_copies)),
     # Per scope, innermost first: the sources' lineage (base tables, saved results, subqueries,
     # CTEs, outer joins), WHERE subqueries before grouping, aggregation, HAVING and SELECT-list
     # subqueries after it, windows, then the SELECT list exposes the lineage to the enclosing
