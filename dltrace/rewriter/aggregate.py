@@ -17,6 +17,7 @@ from dataclasses import replace
 from sqlglot import exp
 
 from dltrace.catalog import ID_COLUMN
+from dltrace.rewriter.base_table import is_catalog_table
 from dltrace.rewriter.clauses import sources
 from dltrace.rewriter.context import RewriteContext
 from dltrace.rewriter.keys import pinned_sources
@@ -198,10 +199,7 @@ def grouped_by_row_id(select: exp.Select, context: RewriteContext) -> frozenset[
     return frozenset(
         source.alias_or_name
         for source in sources(select)
-        if isinstance(source, exp.Table)
-        and source.name.lower() in context.codes
-        and source.name.lower() not in context.saved
-        and (source.alias_or_name, ID_COLUMN) in grouped
+        if is_catalog_table(source, context) and (source.alias_or_name, ID_COLUMN) in grouped
     )
 
 

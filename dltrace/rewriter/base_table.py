@@ -35,6 +35,14 @@ def number_instances(expression: exp.Expression, context: RewriteContext) -> exp
     return expression
 
 
+def is_catalog_table(node: exp.Expression, context: RewriteContext) -> bool:
+    """A table of the catalog, whose rows carry ``_dl_id`` (not a saved result or a CTE)."""
+    if not isinstance(node, exp.Table) or node.args.get("db") or not isinstance(node.this, exp.Identifier):
+        return False
+    name = node.name.lower()
+    return name in context.codes and name not in context.saved
+
+
 def row_ids(table: exp.Table) -> tuple[exp.Expression, bool]:
     """Each row's own id."""
     return exp.column(ID_COLUMN, table=table.alias_or_name), False

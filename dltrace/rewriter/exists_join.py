@@ -30,12 +30,11 @@ SELECT __dlexists.s_name AS s_name FROM (SELECT ANY_VALUE(d.s_name) AS s_name FR
 
 from __future__ import annotations
 
-import re
-
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
 from dltrace.catalog import ID_COLUMN
+from dltrace.rewriter.base_table import is_catalog_table
 from dltrace.rewriter.clauses import conjuncts, sources
 from dltrace.rewriter.context import RewriteContext
 
@@ -70,20 +69,12 @@ def _next_candidate(expression: exp.Expression, context: RewriteContext):
     return None
 
 
-def _catalog_table(node: exp.Expression, context: RewriteContext) -> bool:
-    """A table of the catalog (rows with ``_dl_id``), not a saved result or a CTE."""
-    if not isinstance(node, exp.Table) or node.args.get("db") or not isinstance(node.this, exp.Identifier):
-        return False
-    name = node.name.lower()
-    return name in context.codes and name not in context.saved
-
-
 def _reads_tables_only(scope: Scope, context: RewriteContext) -> bool:
     select = scope.expression
     tables = sources(select)
     if not tables or scope.external_columns or select.args.get("laterals"):
         return False
-    if not all(_catalog_table(t, context) and scope.sources.get(t.alias_or_name) is t for t in tables):
+    if not all(is_catalog_table(t, context) and scope.sources.get(t.alias_or_name) is t for t in tables):
         return False
     for join in select.args.get("joins") or []:
         if join.side or join.kind.upper() not in INNER_JOINS or join.args.get("using") or join.method:
@@ -97,6 +88,7 @@ def _reads_tables_only(scope: Scope, context: RewriteContext) -> bool:
 
 
 def _nondeterministic(node: exp.Expression) -> bool:
+    """Anything non-deterministic in ``node``, its subqueries (the EXISTS's own WHERE) included."""
     return any((f.name.lower() if isinstance(f, exp.Anonymous) else f.key) in NONDETERMINISTIC
                for f in node.find_all(exp.Func))
 
@@ -118,9 +110,9 @@ def _joinable(sub: exp.Expression, outer_aliases: set[str], context: RewriteCont
     if any(value for key, value in sub.args.items() if key not in ("expressions", "from_", "where")):
         return False
     table = sub.args["from_"].this
-    if not _catalog_table(table, context) or any(s is not sub for s in sub.find_all(exp.Select)):
+    if not is_catalog_table(table, context) or any(s is not sub for s in sub.find_all(exp.Select)):
         return False
-    if sub.find(exp.AggFunc, exp.Window) or _nondeterministic(sub):
+    if sub.find(exp.AggFunc, exp.Window):
         return False
     # EXISTS asks whether the select list gives a row: a generator there (inline, stack) may not
     if not all(isinstance(e.unalias(), (exp.Column, exp.Literal)) for e in sub.expressions):
@@ -166,15 +158,12 @@ def _join(select: exp.Select, exists: exp.Exists) -> None:
         select.meta[JOINED] = True  # two columns would get one name: leave the EXISTS
         return
     projections = [
-        exp.alias_(exp.AnyValue(this=exp.column(name, table=alias)), _identifier(carried_name))
+        exp.alias_(exp.AnyValue(this=exp.column(name, table=alias)), exp.to_identifier(carried_name))
         for (alias, name), carried_name in carried.items()
-    ] or [exp.alias_(exp.true(), _identifier(DERIVED_ALIAS))]
+    ] or [exp.alias_(exp.true(), exp.to_identifier(DERIVED_ALIAS))]
     grouped = exp.select(*projections, copy=False)
     grouped.set("from_", select.args["from_"].pop())
     joins = [join.pop() for join in list(select.args.get("joins") or [])]
-    for join in joins:
-        if not join.kind and not join.args.get("on"):
-            join.set("kind", "CROSS")  # `a, b JOIN c ON ...` would bind the ON to b alone
     condition = sub.args["where"].this.pop()
     grouped.set("joins", [*joins, exp.Join(this=table.pop(), kind="INNER", on=condition)])
     rest = [c for c in conjuncts(select.args.get("where")) if c is not exists]
@@ -186,18 +175,15 @@ def _join(select: exp.Select, exists: exp.Exists) -> None:
     for part in _read_parts(select):
         for column in list(part.find_all(exp.Column)):
             if (column.table, column.name) in carried:
-                column.replace(exp.column(_identifier(carried[(column.table, column.name)]), table=DERIVED_ALIAS))
+                column.replace(exp.column(exp.to_identifier(carried[(column.table, column.name)]), table=DERIVED_ALIAS))
     select.set("joins", None)
     select.set("from_", exp.From(this=exp.Subquery(this=grouped, alias=exp.TableAlias(
         this=exp.to_identifier(DERIVED_ALIAS)))))
 
 
 def _fresh(name: str, taken: set[str]) -> str:
+    """``name_1``, ``name_2``, ...: the first not in ``taken``."""
     number = 1
     while f"{name}_{number}" in taken:
         number += 1
     return f"{name}_{number}"
-
-
-def _identifier(name: str) -> exp.Identifier:
-    return exp.to_identifier(name, quoted=not re.fullmatch(r"[a-z_][a-z0-9_]*", name))

@@ -45,9 +45,9 @@ def ungrouped_copies(expression: exp.Expression, context: RewriteContext) -> exp
             continue  # correlated: it reads an enclosing query's columns
         rows = exp.select(exp.alias_(exp.Literal.number(1), "__dlrow"))
         rows.set("from_", body.args["from_"].copy())
-        for part in ("joins", "where"):
-            if body.args.get(part):
-                rows.set(part, body.args[part].copy() if part == "where" else [j.copy() for j in body.args[part]])
+        rows.set("joins", [join.copy() for join in body.args.get("joins") or []] or None)
+        if body.args.get("where"):
+            rows.set("where", body.args["where"].copy())
         copy.set("from_", exp.From(this=exp.Subquery(this=rows, alias=exp.TableAlias(this=exp.to_identifier(alias)))))
         copy.set("expressions", [exp.alias_(exp.Count(this=exp.Star()), "__dlrows")])
     return expression
