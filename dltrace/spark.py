@@ -20,6 +20,8 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from dltrace.errors import BadInput, DltraceError, JavaMissing
@@ -112,6 +114,22 @@ def get_spark(master: str | None = None, conf: dict[str, str] | None = None):
         return _session
     _session = _embedded(master or os.environ.get("SPARK_MASTER") or "local[*]", {**DEFAULT_CONF, **(conf or {})})
     return _session
+
+
+@contextmanager
+def session_conf(spark, settings: dict[str, str]) -> Iterator[None]:
+    """``settings`` in force in ``spark``'s SQL conf for the ``with`` block, earlier values back after."""
+    earlier = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in earlier.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
 
 
 def check_connect_client(remote: str) -> None:

@@ -23,6 +23,8 @@ from dltrace.errors import BadInput, DltraceError
 from dltrace.formatting import lineage_ids
 from dltrace.ids import split_id
 from dltrace.impact import ImpactWarning
+from dltrace.results import NUMBERING_CONF
+from dltrace.spark import session_conf
 from tests.conftest import tpch_copy
 from tests.oracle import DuckOracle, check_completeness
 from tests.test_cli import cli, one_line
@@ -149,13 +151,11 @@ def test_rows_over_several_partitions_are_numbered_in_result_order(pipelines):
     save's rows are spread over several of them (numbered as they are written)."""
     query = "select o_orderkey, o_totalprice from orders order by o_totalprice desc, o_orderkey"
     spark = pipelines.spark
-    spark.conf.set("spark.sql.adaptive.coalescePartitions.enabled", "false")  # keep the 4 range partitions
-    try:
+    with session_conf(spark, {"spark.sql.adaptive.coalescePartitions.enabled": "false"}):  # the 4 range partitions
         frame = pipelines.sql(query)
         assert frame.rdd.getNumPartitions() > 1
         saved = pipelines.save(frame, "numbered_orders")
-    finally:
-        spark.conf.unset("spark.sql.adaptive.coalescePartitions.enabled")
+    assert all(spark.conf.get(key, None) is None for key in NUMBERING_CONF)  # the save's setting is gone
     rows = pipelines.result("numbered_orders").collect()
     assert saved.rows == len(rows) == 15000
     assert [r._row for r in rows] == list(range(len(rows)))
