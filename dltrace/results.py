@@ -92,12 +92,12 @@ WRITE_OPTIONS: dict[str, str] = {
     f"parquet.enable.dictionary#{DL}.list.element": "false",  # rows.parquet's DL
     f"parquet.enable.dictionary#{SHARED_ID}": "false",  # shared.parquet's id, and index.parquet's (INDEX_ID)
 }
-# a forward index by default from this many rows and bytes on: below, one scan of the saved
-# DLs is as fast as an index lookup plus the fetch of the hit rows (README: measured at 11,620
-# rows, where it does not pay, and at 1.5M rows, where it halves the time)
 # how numbered() keeps the rows it counted for the write (pandas-on-Spark's option, read by
 # Spark's AttachDistributedSequenceExec): deserialized in memory, not serialized
 NUMBERING_CONF = {"pandas_on_Spark.compute.default_index_cache": "MEMORY_ONLY"}
+# a forward index by default from this many rows and bytes on: below, one scan of the saved
+# DLs is as fast as an index lookup plus the fetch of the hit rows (README: measured at 11,620
+# rows, where it does not pay, and at 1.5M rows, where it halves the time)
 INDEX_MIN_BYTES = 8 << 20
 INDEX_MIN_ROWS = 200_000
 

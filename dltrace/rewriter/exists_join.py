@@ -44,7 +44,8 @@ JOINED = "exists_joined"  # meta of the grouped SELECT the rule made: not joined
 MOVED = ("from_", "joins", "where", "with_")
 INNER_JOINS = ("", "INNER", "CROSS")
 # evaluated once per (outer row, match) once joined, and refused by Spark in a join condition
-NONDETERMINISTIC = frozenset({"rand", "randn", "random", "uuid", "shuffle", "monotonically_increasing_id",
+# (sqlglot parses random() as rand(); the rest of Spark's own are anonymous functions here)
+NONDETERMINISTIC = frozenset({"rand", "randn", "uuid", "shuffle", "monotonically_increasing_id",
                               "spark_partition_id", "input_file_name", "input_file_block_start",
                               "input_file_block_length"})
 
