@@ -157,9 +157,11 @@ class LineageSession:
         expanded = inline(expression, definition)
         return query if expanded is expression else expanded.sql(dialect="spark")
 
-    def _ensure_views(self) -> None:
+    def _ensure_views(self, names: set[str] | None = None) -> None:
         """Temporary views named as the catalog's tables, over their Parquet with ``_dl_id``,
-        and as its saved results, over their rows with the saved DL as ``_dl_lineage``.
+        and as its saved results, over their rows with the saved DL as ``_dl_lineage``: all of
+        them, or those among ``names`` (what a query reads: a pipeline step saved a moment ago
+        gets its view when a later step reads it, not at every query in between).
 
         Views belong to the Spark session, which several LineageSessions (catalogs) may share:
         what each view reads is tracked per Spark session, by absolute path.
@@ -168,7 +170,11 @@ class LineageSession:
         in ``_stale`` and raised by a query that reads the table (``run``).
         """
         self._stale: dict[str, SourceChanged | CatalogError] = {}
+        if names is not None:  # a result's shared sets are read through a view of their own
+            names = names | {n.removeprefix(shared_view("")) for n in names if n.startswith(shared_view(""))}
         for name, entry in self.catalog.tables.items():
+            if names is not None and name not in names:
+                continue
             path = str(self.catalog.data_path(name))
             if entry.files:
                 try:
@@ -183,6 +189,8 @@ class LineageSession:
         from pyspark.sql import functions as F
 
         for name, result in self.saved_results().items():
+            if names is not None and name not in names:
+                continue
             path = str(self.store.path(result.data))
             if _VIEW_PATHS.get((id(self.spark), name)) != path:
                 # the upstream rows a step's DLs name are resolved when a query reads their
@@ -323,8 +331,9 @@ class LineageSession:
 
         from dltrace import udafs
 
-        self._ensure_views()
-        self._check_fresh(names_read(spark_sql) if self._stale else set())
+        read = names_read(spark_sql)
+        self._ensure_views(read or None)  # nothing found (or SQL sqlglot cannot read): every view
+        self._check_fresh(read)
         udafs.register(self.spark)
         self.udfs()  # the catalog's reason-capable UDFs, callable by name
         try:
