@@ -48,6 +48,9 @@ CONSTRUCTS = {
     "semi_join": "select d.s_name from store d left semi join sales s on s.s_id = d.s_id and s.num > 2000",
     "anti_join": "select d.s_name from store d left anti join sales s on s.s_id = d.s_id and s.num > 2000",
     "distinct_over_aggregates": "select distinct count(*) as n from sales group by s_id",
+    "count_distinct_with_nulls": "select i.category, count(distinct s.s_id) as stores from item i left join sales s on "
+                                 "s.i_id = i.i_id and s.num > 2000 group by i.category",
+    "count_distinct_no_rows": "select count(distinct s_id) as stores from sales where num > 100000",
     "regroup_rows_in_several_groups": "select n, count(*) as c from (select s.i_id, count(*) as n from store d join "
                                       "sales s on s.s_id = d.s_id group by s.i_id) x group by n",
     "union_distinct": "select s_name as name from store union select s_name from store where state = 'CA'",
