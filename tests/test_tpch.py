@@ -125,7 +125,7 @@ def test_exact_oracle_catches_a_stray_id(tpch, oracle, lineage_rows):
 SPEED_UPS = [("semi_join_reduction", "q20", ()), ("hoist_uncorrelated_copies", "q11", ()),
              ("mark_subsuming_copies", "q11", ()), ("surviving_groups", "q18", ()),
              ("inequality_split", "q21", ("exists_join",)), ("exists_join", "q21", ()), ("exists_join", "q4", ()),
-             ("ungrouped_copies", "q15", ())]
+             ("ungrouped_copies", "q15", ()), ("distinct_count", "q16", ())]
 
 
 @pytest.mark.parametrize("rule, name, off", SPEED_UPS)
