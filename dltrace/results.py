@@ -623,14 +623,15 @@ def write_shared_sets(sets: Sequence, target: Location) -> int:
     return read_parquet(rows.sparkSession, target, SHARED_SCHEMA).count()  # from the files' footers
 
 
-def names_read(query: str) -> set[str]:
+def names_read(query: str, shadowed: bool = False) -> set[str]:
     """The names of the tables, saved results and views ``query`` reads (lower case); a
-    name its own CTEs define is theirs, as in SQL."""
+    name its own CTEs define is theirs, as in SQL, unless ``shadowed``: then every name a
+    FROM mentions (``WITH orders AS (SELECT ... FROM orders)`` reads the table too)."""
     from dltrace.rewriter import parse
 
     try:
         expression = parse(query)
     except DltraceError:
         return set()
-    defined = {cte.alias_or_name.lower() for cte in expression.find_all(exp.CTE)}
+    defined = set() if shadowed else {cte.alias_or_name.lower() for cte in expression.find_all(exp.CTE)}
     return {table.name.lower() for table in expression.find_all(exp.Table)} - defined

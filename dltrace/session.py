@@ -331,7 +331,7 @@ class LineageSession:
 
         from dltrace import udafs
 
-        read = names_read(spark_sql)
+        read = names_read(spark_sql, shadowed=True)  # a CTE over a table of its own name reads it
         self._ensure_views(read or None)  # nothing found (or SQL sqlglot cannot read): every view
         self._check_fresh(read)
         udafs.register(self.spark)

@@ -636,3 +636,21 @@ def test_two_terms_over_one_table_are_not_disjoint(pipelines, referencing):
     (row,) = pipelines.sql(final).collect()
     assert list(row.DL) == sorted(set(row.DL))
     pipelines.drop_result("rv_ord")
+
+
+def test_views_are_made_for_what_a_query_reads(pipelines):
+    """A query gets the views of the tables and results it reads when it runs, a CTE named
+    as the table it reads included; the other views wait for a query that reads them."""
+    from dltrace.session import _VIEW_PATHS
+
+    pipelines.create_table("lazy_step", "select n_regionkey, count(*) as n from nation group by n_regionkey",
+                           replace=True)
+    for view in ("nation", "region", "lazy_step"):
+        pipelines.spark.catalog.dropTempView(view)
+    _VIEW_PATHS.clear()
+    shadowing = "with nation as (select * from nation where n_nationkey < 3) select count(*) as n from nation"
+    assert [(r.n, len(r.DL)) for r in pipelines.sql(shadowing).collect()] == [(3, 3)]
+    views = {t.name for t in pipelines.spark.catalog.listTables() if t.isTemporary}
+    assert "nation" in views and "region" not in views and "lazy_step" not in views
+    assert pipelines.sql("select sum(n) as n from lazy_step").collect()[0].n == 25
+    pipelines.drop_result("lazy_step")
