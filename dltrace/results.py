@@ -623,15 +623,22 @@ def write_shared_sets(sets: Sequence, target: Location) -> int:
     return read_parquet(rows.sparkSession, target, SHARED_SCHEMA).count()  # from the files' footers
 
 
-def names_read(query: str, shadowed: bool = False) -> set[str]:
+def names_read(query: str) -> set[str]:
     """The names of the tables, saved results and views ``query`` reads (lower case); a
-    name its own CTEs define is theirs, as in SQL, unless ``shadowed``: then every name a
-    FROM mentions (``WITH orders AS (SELECT ... FROM orders)`` reads the table too)."""
+    name a CTE defines is the CTE's where the CTE is visible, as in SQL (``WITH orders AS
+    (SELECT ... FROM orders)`` reads the table)."""
+    from sqlglot.errors import SqlglotError
+    from sqlglot.optimizer.scope import traverse_scope
+
     from dltrace.rewriter import parse
 
     try:
         expression = parse(query)
     except DltraceError:
         return set()
-    defined = set() if shadowed else {cte.alias_or_name.lower() for cte in expression.find_all(exp.CTE)}
-    return {table.name.lower() for table in expression.find_all(exp.Table)} - defined
+    try:
+        return {source.name.lower() for scope in traverse_scope(expression) for source in scope.sources.values()
+                if isinstance(source, exp.Table)}
+    except SqlglotError:  # scopes sqlglot cannot build: every name not defined by a CTE
+        defined = {cte.alias_or_name.lower() for cte in expression.find_all(exp.CTE)}
+        return {table.name.lower() for table in expression.find_all(exp.Table)} - defined

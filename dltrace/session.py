@@ -325,15 +325,17 @@ class LineageSession:
         rows = with_spark_names(self, made_by.query, self.run(made_by.shared.rows.sql(dialect="spark")))
         return rows, [self.run(query.sql(dialect="spark")) for query in made_by.shared.sets]
 
-    def run(self, spark_sql: str):
-        """Run Spark SQL over the catalog's tables, errors as one line."""
+    def run(self, spark_sql: str, reads: set[str] | None = None):
+        """Run Spark SQL over the catalog's tables, errors as one line; ``reads``: the tables
+        and results it reads, when the caller knows them (spares parsing a long text)."""
         from pyspark.errors import PySparkException
 
         from dltrace import udafs
 
-        read = names_read(spark_sql, shadowed=True)  # a CTE over a table of its own name reads it
-        self._ensure_views(read or None)  # nothing found (or SQL sqlglot cannot read): every view
-        self._check_fresh(read)
+        if reads is None:
+            reads = names_read(spark_sql) or None  # nothing found (or SQL sqlglot cannot read): every view
+        self._ensure_views(reads)
+        self._check_fresh(reads or ())
         udafs.register(self.spark)
         self.udfs()  # the catalog's reason-capable UDFs, callable by name
         try:

@@ -289,8 +289,9 @@ def _bad_rows_view(session: Engine, source: Source) -> str:
     else:
         is_bad = source.predicate.sql(dialect="spark")
     try:
-        session.run(f"SELECT *, CASE WHEN {is_bad} THEN {ID_COLUMN} END AS {BAD_ID} FROM {base} AS {source.table}") \
-            .createOrReplaceTempView(name)
+        bad_rows = f"SELECT *, CASE WHEN {is_bad} THEN {ID_COLUMN} END AS {BAD_ID} FROM {base} AS {source.table}"
+        # it reads the view made above alone (a subquery's ids are literals by now)
+        session.run(bad_rows, reads=set()).createOrReplaceTempView(name)
     except BadInput as error:
         raise BadInput(f"--source {source.text}: {error}") from None
     return name
