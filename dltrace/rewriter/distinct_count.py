@@ -1,5 +1,5 @@
 """Speed-up rule: in a SELECT that collects its groups' lineage, ``COUNT(DISTINCT c)`` of a
-base table's column becomes ``CAST(SIZE(COLLECT_SET(c)) AS BIGINT)``.
+column of a catalog table or saved result becomes ``CAST(SIZE(COLLECT_SET(c)) AS BIGINT)``.
 
 Spark plans one DISTINCT aggregate as four aggregation steps (by the group and ``c``, merged,
 then by the group), and every lineage buffer beside it goes through all four; counted as a
