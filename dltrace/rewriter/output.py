@@ -111,15 +111,15 @@ def _with_dl(
     if not isinstance(query, exp.Select):
         replace_lineage_columns(query, lambda terms: [(DL, _dl(terms, context, keep))], context)
         return expression
-    names = [n for n in query.named_selects if not is_lineage_column(n)]
-    distinct_names = len(set(names)) == len(names)
-    if query.args.get("order") and distinct_names and any(is_symbolic(t, context) and keep(t) for t in lineage.output):
-        return _assembled_above(query, lineage.output, context, keep)
     dl = _dl(lineage.projected, context, keep)
-    if query.args.get("order") and distinct_names and computed_in_python(dl):
-        arguments = [(f"{ARGUMENT}{i}", argument) for i, argument in enumerate(dl.expressions)]
-        set_lineage_columns(query, arguments)
-        return _above_sort(query, dl)
+    names = [n for n in query.named_selects if not is_lineage_column(n)]
+    if query.args.get("order") and len(set(names)) == len(names):
+        if computed_in_python(dl):
+            arguments = [(f"{ARGUMENT}{i}", argument) for i, argument in enumerate(dl.expressions)]
+            set_lineage_columns(query, arguments)
+            return _above_sort(query, dl)
+        if any(is_symbolic(t, context) and keep(t) for t in lineage.output):
+            return _assembled_above(query, lineage.output, context, keep)
     set_lineage_columns(query, [(DL, dl)])
     return expression
 
@@ -156,7 +156,9 @@ def _assembled_above(
     The query keeps its ORDER BY and LIMIT: Spark sorts and limits the rows before their
     (possibly large) DL values exist, and the projection above keeps the sorted order.  A
     set every row shares is not spelled out below the sort: Spark would shuffle and sort
-    it once per row (TPC-H Q20 at SF 10: 1,804 rows × 178,045 shared ids).
+    it once per row (TPC-H Q20 at SF 10: 1,804 rows × 178,045 shared ids).  A roBDD
+    DL keeps its arguments below the sort (``_above_sort``): there the shared set is one
+    compact value, and evaluating it above, beside the Python call, was slower (Q20 at SF 1).
     """
     names = [n for n in query.named_selects if not is_lineage_column(n)]
     terms = tuple(t if isinstance(t.sql, exp.Subquery) else t.at(exp.column(t.sql.name, table=OUTER)) for t in outputs)
