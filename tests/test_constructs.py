@@ -75,6 +75,9 @@ CONSTRUCTS = {
                              "select s_id, n from t where n = (select max(n) from t)",
     "group_by_key_ordered": "select d.s_id, upper(d.city) as city, sum(s.num) as n from store d join sales s "
                             "on s.s_id = d.s_id group by d.s_id, d.s_name, d.city order by d.s_name desc, d.s_id",
+    # the shared set joins the sorted rows above their ORDER BY and LIMIT (rewriter/output.py)
+    "shared_set_above_order_by": "select t_id, num from sales where num > (select avg(num) from sales) "
+                                 "order by num desc, t_id limit 4",
 }
 
 
@@ -97,6 +100,17 @@ def test_completeness(paper, oracle, name, semantics):
     assert all(len(set(row.DL)) == len(row.DL) for row in rows), "DL must not repeat an id"
     if semantics == "control":
         check_completeness(oracle, query, rows, tree=name not in CONTAINS_ONLY, instances=True)
+
+
+def test_rows_assembled_above_order_by_keep_their_order(paper):
+    """The DL put together above the ORDER BY and LIMIT: the rows in Spark's order, each DL
+    the whole shared set (the average reads every sale; the row's own sale is among them)."""
+    query = CONSTRUCTS["shared_set_above_order_by"]
+    assert "__dlout" in paper.rewrite(query)
+    lineage = paper.sql(query).collect()
+    assert [(r.t_id, r.num) for r in lineage] == [(r.t_id, r.num) for r in paper.sql(query, lineage=False).collect()]
+    every_sale = sorted(i for r in paper.sql("select t_id from sales").collect() for i in r.DL)
+    assert [list(r.DL) for r in lineage] == [every_sale] * len(lineage)
 
 
 @pytest.mark.parametrize("name", CONSTRUCTS)
