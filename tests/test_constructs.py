@@ -78,6 +78,14 @@ CONSTRUCTS = {
     # the shared set joins the sorted rows above their ORDER BY and LIMIT (rewriter/output.py)
     "shared_set_above_order_by": "select t_id, num from sales where num > (select avg(num) from sales) "
                                  "order by num desc, t_id limit 4",
+    # a correlated aggregate and its copy as one grouped LEFT JOIN (rewriter/grouped_value_join.py):
+    # rows whose value is NULL (no inner rows) pass through the OR with no lineage of it
+    "value_join_null_value": "select s_name from store d where d.state = 'CA' or 1000 < (select sum(s.num) "
+                             "from sales s where s.s_id = d.s_id and s.num > 1500)",
+    "value_join_two_keys": "select t_id from sales s1 where s1.num >= (select max(s2.num) from sales s2 "
+                           "where s2.s_id = s1.s_id and s2.i_id = s1.i_id)",
+    "value_join_in_copy": "select s_name from store d where d.s_id in (select s.s_id from sales s where s.num > "
+                          "(select avg(s2.num) from sales s2 where s2.i_id = s.i_id))",
 }
 
 
@@ -111,6 +119,17 @@ def test_rows_assembled_above_order_by_keep_their_order(paper):
     assert [(r.t_id, r.num) for r in lineage] == [(r.t_id, r.num) for r in paper.sql(query, lineage=False).collect()]
     every_sale = sorted(i for r in paper.sql("select t_id from sales").collect() for i in r.DL)
     assert [list(r.DL) for r in lineage] == [every_sale] * len(lineage)
+
+
+@pytest.mark.parametrize("name", ["correlated_scalar", "value_join_null_value", "value_join_two_keys",
+                                  "value_join_in_copy"])
+def test_value_join_applies_and_keeps_rows(paper, name):
+    """The constructs above that the grouped join computes: it applies, and the rows are the
+    query's own (the oracles above check their lineage)."""
+    query = CONSTRUCTS[name]
+    assert "__dlv0" in paper.rewrite(query)
+    assert sorted(map(tuple, paper.sql(query).drop("DL").collect())) == sorted(
+        map(tuple, paper.sql(query, lineage=False).collect()))
 
 
 @pytest.mark.parametrize("name", CONSTRUCTS)

@@ -43,6 +43,7 @@ from dltrace.rewriter.distinct import distinct
 from dltrace.rewriter.distinct_count import distinct_count
 from dltrace.rewriter.distinct_set_operations import distinct_set_operations
 from dltrace.rewriter.exists_join import exists_join
+from dltrace.rewriter.grouped_value_join import grouped_value_join
 from dltrace.rewriter.inequality_split import inequality_split
 from dltrace.rewriter.join import join
 from dltrace.rewriter.output import DL, SharedLineage, output
@@ -93,7 +94,8 @@ RULES: tuple[Phase, ...] = (
     Phase("prepare", (qualify, refuse_unsupported, number_instances, distinct_set_operations, semi_anti_join,
                       distinct, exists_join, subquery_copies, ungrouped_copies)),
     # Per scope, innermost first: the sources' lineage (base tables, saved results, subqueries,
-    # CTEs, outer joins), WHERE subqueries before grouping, aggregation, HAVING and SELECT-list
+    # CTEs, outer joins), WHERE subqueries before grouping (a correlated aggregate and its
+    # copy from one grouped join, a speed-up), aggregation, HAVING and SELECT-list
     # subqueries after it (a COUNT(DISTINCT) beside collected lineage counted as a set, a
     # speed-up), windows, then the SELECT list exposes the lineage to the enclosing
     # query; a UNION ALL gives its inputs one common lineage column.  A lineage copy, once
@@ -106,9 +108,9 @@ RULES: tuple[Phase, ...] = (
     # the split needs).
     Phase(
         "scopes",
-        (join, subquery_condition, aggregate, distinct_count, subquery_value, window, projection, union_all,
-         mark_subsuming_copies, surviving_groups, copy_lineage, hoist_uncorrelated_copies, semi_join_reduction,
-         inequality_split),
+        (join, subquery_condition, grouped_value_join, aggregate, distinct_count, subquery_value, window, projection,
+         union_all, mark_subsuming_copies, surviving_groups, copy_lineage, hoist_uncorrelated_copies,
+         semi_join_reduction, inequality_split),
         per_scope=True,
     ),
     # The outermost query's lineage becomes the one column DL.

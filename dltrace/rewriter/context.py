@@ -30,7 +30,9 @@ prepared and read later:
 * ``SKIP`` (a query): an original expression subquery, never rewritten; ``CLAUSE`` (a
   query): a lineage copy, and the clause of the subquery it copies (``where``, ``having``,
   ``expressions``); ``WHOLE_INPUT`` (EXCEPT's probe): the copy reads the whole right input
-  (set by ``subquery_copies`` and ``distinct_set_operations``);
+  (set by ``subquery_copies`` and ``distinct_set_operations``); ``COPY_OF``: the same
+  number on a subquery and its copy, within their SELECT (``subquery_copies``, read by
+  ``grouped_value_join``);
 * ``DISJOINT_ROWS`` and ``SHARED`` (the rewritten query ``rewrite`` returns): what callers
   learn of its lineage (``output``).
 """
@@ -52,6 +54,7 @@ INSTANCE = "dl_instance"  # a table occurrence's number (0, 1, ...) among those 
 SKIP = "dl_skip"  # an original expression subquery: never rewritten
 CLAUSE = "dl_clause"  # a lineage copy: where its subquery stands (where, having, expressions)
 WHOLE_INPUT = "dl_whole_input"  # EXCEPT's control lineage: all rows of the right input
+COPY_OF = "dl_copy_of"  # an expression subquery and its lineage copy: the same number
 DISJOINT_ROWS = "dl_disjoint_rows"  # on the result: no id is in the DLs of two rows
 SHARED = "dl_shared"  # on the result: its lineage with the sets all rows share apart (SharedLineage)
 

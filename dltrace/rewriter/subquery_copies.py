@@ -27,17 +27,19 @@ SELECT item.i_name AS i_name, CONCAT(ARRAY(item._dl_id), SORT_ARRAY((SELECT SORT
 from __future__ import annotations
 
 from collections.abc import Iterator
+from itertools import count
 
 from sqlglot import exp
 
 from dltrace.rewriter.aggregate import is_aggregate, only_if_rows_read
-from dltrace.rewriter.context import CLAUSE, SKIP, WHOLE_INPUT, RewriteContext, unsupported
+from dltrace.rewriter.context import CLAUSE, COPY_OF, SKIP, WHOLE_INPUT, RewriteContext, unsupported
 from dltrace.rewriter.representation import SET
 from dltrace.rewriter.terms import Term, tables_of
 
 PLACEHOLDER = "__dlq"  # a lineage copy's alias in the enclosing SELECT list (``__dlq0``, ...)
 COPY_ROWS = "__dlq"  # a grouped copy's rows, read by the DLUNION above them
 SUPPORTED_CLAUSES = ("where", "having", "expressions")
+_copy_numbers = count()  # COPY_OF: a subquery's copy inherits its number; a copy of a copy gets its own
 
 
 def subquery_copies(expression: exp.Expression, context: RewriteContext) -> exp.Expression:
@@ -113,6 +115,7 @@ def _copy_subqueries(select: exp.Select, context: RewriteContext) -> None:
             continue
         if _always_empty(query, select) and not query.meta.get(WHOLE_INPUT):
             continue
+        query.meta[COPY_OF] = next(_copy_numbers)
         copy = query.copy()
         copy.meta[SKIP] = False
         copy.meta[CLAUSE] = clause
