@@ -16,15 +16,17 @@ SELECT d.s_name AS s_name, CONCAT(ARRAY(d._dl_id), SORT_ARRAY(COALESCE(__dlv0.__
 SELECT d.s_name AS s_name, CONCAT(ARRAY(d._dl_id), SORT_ARRAY(COALESCE((SELECT COLLECT_LIST(s._dl_id) AS __dl FROM sales AS s WHERE s.s_id = d.s_id AND s.price > 5), SLICE(ARRAY(CAST(0 AS BIGINT)), 1, 0)))) AS DL FROM store AS d WHERE d.s_id > 2 AND 10 < (SELECT SUM(s.num) AS _col_0 FROM sales AS s WHERE s.s_id = d.s_id AND s.price > 5)
 
 Exact where it applies: the subquery is one aggregate over its rows (no GROUP BY, HAVING,
-DISTINCT, LIMIT), correlated only by ``inner = outer`` equalities on the enclosing SELECT's
-own sources, and its value is NULL over no rows (SUM, AVG, MIN and MAX in arithmetic; not
-COUNT): an outer row without inner rows gets NULL from the LEFT JOIN as from the subquery,
-and the empty set from the COALESCE as from the copy.  Grouped by the inner columns, the
-aggregate has one row per key, so the join neither drops nor repeats outer rows.  Anything
-else keeps the subquery and its copy.  When ``semi_join_reduction`` restricted the copy to
-the keys of the outer rows that pass the outer WHERE's filters, the aggregate keeps that
-restriction, value included: an outer row outside those keys fails those filters anyway
-(TPC-H Q17 then groups the lineitems of 204 parts, not of 200,000, and beats the plain query).
+DISTINCT, LIMIT, OFFSET), correlated only by ``inner = outer`` equalities between catalog
+columns of one type, the outer ones of the enclosing SELECT's own sources, and its value is
+NULL over no rows (SUM, AVG, MIN and MAX in arithmetic; not COUNT): an outer row without
+inner rows gets NULL from the LEFT JOIN as from the subquery, and the empty set from the
+COALESCE as from the copy.  Grouped by the inner columns, the aggregate has one row per
+key, and with keys of one type an outer row meets at most one, so the join neither drops
+nor repeats outer rows.  Anything else keeps the subquery and its copy.  When
+``semi_join_reduction`` restricted the copy to the keys of the outer rows that pass the
+outer WHERE's filters, the aggregate keeps that restriction, value included: an outer row
+outside those keys fails those filters anyway (TPC-H Q17 then groups the lineitems of 204
+parts, not of 200,000, and beats the plain query).
 """  # noqa: E501
 
 from __future__ import annotations
@@ -38,13 +40,17 @@ from dltrace.rewriter.context import COPY_OF, RewriteContext
 from dltrace.rewriter.semi_join_reduction import KEYS_ALIAS
 from dltrace.rewriter.subquery_copies import expression_subqueries
 
-ALIAS = "__dlv"  # the grouped aggregate's alias (``__dlv0``, ...) and its value column
+JOINED = "__dlv"  # the grouped aggregate's alias (``__dlv0``, ...)
+VALUE = "__dlv"  # its value column
 KEY = "__dlk"  # its key columns (``__dlk0``, ...)
 LINEAGE = "__dl"  # its lineage column, the copy's
-# what a value may be built of so that it is NULL when its aggregates see no rows
+# what a value may be built of so that it is NULL when its aggregates see no rows: these
+# aggregates, and nodes that give NULL when an operand is NULL
 NULL_ON_EMPTY = (exp.Sum, exp.Avg, exp.Min, exp.Max)
-ARITHMETIC = (exp.Column, exp.Identifier, exp.Literal, exp.Paren, exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Neg,
-              exp.Cast, exp.DataType, exp.Distinct)
+NULL_PRESERVING = (exp.Column, exp.Identifier, exp.Literal, exp.Paren, exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Neg,
+                   exp.Cast, exp.DataType, exp.Distinct)
+# functions that may give another value when the reduction's keys are computed again
+NONDETERMINISTIC = (exp.Rand, exp.Randn, exp.Uuid, exp.Anonymous)
 
 
 def grouped_value_join(select: exp.Expression, context: RewriteContext) -> exp.Expression:
@@ -52,21 +58,21 @@ def grouped_value_join(select: exp.Expression, context: RewriteContext) -> exp.E
     if not isinstance(select, exp.Select) or context.scope.is_correlated_subquery or select.args.get("where") is None:
         return select
     lineage = context.lineage.of(select)
-    copies = {id(term.sql.this): term for term in lineage.rows
+    copies = {term.sql.this.meta[COPY_OF]: term for term in lineage.rows
               if isinstance(term.sql, exp.Subquery) and COPY_OF in term.sql.this.meta}
-    own = {source.alias_or_name for source in sources(select)}
+    own = {source.alias_or_name: source for source in sources(select)}
     for subquery in list(expression_subqueries(select)):
-        copy_term = next((t for t in copies.values() if t.sql.this.meta[COPY_OF] == subquery.meta.get(COPY_OF)), None)
+        copy_term = copies.get(subquery.meta.get(COPY_OF))
         if copy_term is None or not _in_where(subquery, select):
             continue
-        keys = _correlation_keys(subquery, own)
+        keys = _correlation_keys(subquery, own, context.schemas)
         copy = copy_term.sql.this
         if keys is None or not _is_copy_of(copy, subquery, keys):
             continue
-        alias = f"{ALIAS}{sum(1 for s in sources(select) if s.alias_or_name.startswith(ALIAS))}"
+        alias = f"{JOINED}{sum(1 for s in sources(select) if s.alias_or_name.startswith(JOINED))}"
         grouped = exp.select(
             *(exp.alias_(inner.copy(), f"{KEY}{i}") for i, (inner, _) in enumerate(keys)),
-            exp.alias_(_value(subquery).copy(), ALIAS),
+            exp.alias_(_value(subquery).copy(), VALUE),
             exp.alias_(copy.expressions[0].this.copy(), LINEAGE),
         )
         grouped.set("from_", copy.args["from_"].copy())
@@ -79,7 +85,7 @@ def grouped_value_join(select: exp.Expression, context: RewriteContext) -> exp.E
                         for i, (_, outer) in enumerate(keys)))
         select.join(exp.Subquery(this=grouped, alias=exp.TableAlias(this=exp.to_identifier(alias))),
                     on=on, join_type="left", copy=False)
-        subquery.parent.replace(exp.column(ALIAS, table=alias))
+        subquery.parent.replace(exp.column(VALUE, table=alias))
         lineage.rows = tuple(replace(t.at(exp.column(LINEAGE, table=alias)), nullable=True) if t is copy_term else t
                              for t in lineage.rows)
     return select
@@ -96,40 +102,65 @@ def _in_where(subquery: exp.Expression, select: exp.Select) -> bool:
     return node.arg_key == "where"
 
 
-def _correlation_keys(subquery: exp.Expression, own: set[str]) -> list[tuple[exp.Column, exp.Column]] | None:
+def _correlation_keys(subquery: exp.Expression, own: dict[str, exp.Expression],
+                      schemas: dict[str, dict[str, str]]) -> list[tuple[exp.Column, exp.Column]] | None:
     """``(inner, outer)`` columns of the subquery's correlation, when it is one aggregate
-    over its rows whose only outer references are WHERE equalities to ``own`` sources."""
-    if not isinstance(subquery, exp.Select) or len(subquery.expressions) != 1 or any(
-        subquery.args.get(arg) for arg in ("group", "having", "distinct", "limit", "order", "with_", "qualify")
-    ):
+    over its rows whose only outer references are WHERE equalities to ``own`` sources,
+    between columns of tables of the same type (compared after a conversion, two inner keys
+    could meet one outer value, and the join would repeat the outer row)."""
+    shaped = ("group", "having", "distinct", "limit", "offset", "order", "with_", "qualify")
+    if not isinstance(subquery, exp.Select) or len(subquery.expressions) != 1 or any(map(subquery.args.get, shaped)):
         return None
     value = _value(subquery)
-    if not value.find(*NULL_ON_EMPTY) or not all(isinstance(node, (*NULL_ON_EMPTY, *ARITHMETIC))
+    if not value.find(*NULL_ON_EMPTY) or not all(isinstance(node, (*NULL_ON_EMPTY, *NULL_PRESERVING))
                                                 for node in value.walk()):
         return None
     if any(column.find_ancestor(*NULL_ON_EMPTY) is None for column in value.find_all(exp.Column)):
         return None
-    inner_aliases = {t.alias_or_name for t in subquery.find_all(exp.Table)} | {
-        s.alias_or_name for s in subquery.find_all(exp.Subquery) if s.alias_or_name}
-    top = {source.alias_or_name for source in sources(subquery)}
+    top = {source.alias_or_name: source for source in sources(subquery)}
     keys, correlating = [], []
     for condition in conjuncts(subquery.args.get("where")):
         sides = [condition.this, condition.expression] if isinstance(condition, exp.EQ) else []
         if sides and all(isinstance(side, exp.Column) for side in sides):
             inner = [side for side in sides if side.table in top]
-            outer = [side for side in sides if side.table not in inner_aliases and side.table in own]
-            if len(inner) == 1 and len(outer) == 1:
+            outer = [side for side in sides if not _defined_within(side, subquery) and side.table in own]
+            if len(inner) == 1 and len(outer) == 1 and _same_type(inner[0], top, outer[0], own, schemas):
                 keys.append((inner[0], outer[0]))
                 correlating.append(condition)
-    external = [c for c in subquery.find_all(exp.Column) if c.table not in inner_aliases]
-    if not keys or any(not any(c.find_ancestor(exp.EQ) is e for e in correlating) for c in external):
+    external = [c for c in subquery.find_all(exp.Column) if not _defined_within(c, subquery)]
+    if not keys or any(not any(c.parent is e for e in correlating) for c in external):
         return None
     return keys
 
 
+def _defined_within(column: exp.Column, subquery: exp.Select) -> bool:
+    """True when ``column``'s table is a source of a query between it and ``subquery``
+    (inclusive): the innermost query naming the alias is the one it reads."""
+    query = column.find_ancestor(exp.Select)
+    while query is not None:
+        if column.table in {source.alias_or_name for source in sources(query)}:
+            return True
+        if query is subquery:
+            return False
+        query = query.parent.find_ancestor(exp.Select) if query.parent else None
+    return False
+
+
+def _same_type(inner: exp.Column, inner_sources: dict[str, exp.Expression], outer: exp.Column,
+               outer_sources: dict[str, exp.Expression], schemas: dict[str, dict[str, str]]) -> bool:
+    """True when both columns are catalog columns of one type (unknown types: False)."""
+    types = []
+    for column, named in ((inner, inner_sources), (outer, outer_sources)):
+        source = named.get(column.table)
+        columns = schemas.get(source.name.lower(), {}) if isinstance(source, exp.Table) else {}
+        types.append(next((t.lower() for c, t in columns.items() if c.lower() == column.name.lower()), None))
+    return types[0] is not None and types[0] == types[1]
+
+
 def _is_copy_of(copy: exp.Expression, subquery: exp.Select, keys: list[tuple[exp.Column, exp.Column]]) -> bool:
-    """True when ``copy`` is the DLUNION of the subquery's own rows: the same sources and
-    filters (a semi-join reduction aside), one ``__dl`` column, no grouping."""
+    """True when ``copy`` is the DLUNION of the subquery's own rows: sources of the same
+    aliases, the same WHERE conjuncts but the correlation (and a semi-join reduction), one
+    ``__dl`` column, no grouping."""
     if not isinstance(copy, exp.Select) or len(copy.expressions) != 1 or copy.expressions[0].alias != LINEAGE or any(
         copy.args.get(arg) for arg in ("group", "having", "distinct", "limit", "with_")
     ):
@@ -162,13 +193,16 @@ def _is_reduction(condition: exp.Expression) -> bool:
 
 
 def _plain_keys(reduction: exp.Expression) -> bool:
-    """True when the reduction's keys come from its table's rows by plain filters.  Keys that
-    a subquery filters come from a join Spark cannot size when it plans, and cost more than
-    they save (TPC-H Q20 at SF 1: 2.10 s with them, 1.21 s without; Q17 with its keys from
-    part's filters: 0.69 s, against 2.42 s without and 1.99 s for the plain query)."""
-    return len(list(reduction.find_all(exp.Select))) == 1
+    """True when the reduction's keys come from its table's rows by plain filters: no
+    subquery, and no function that may give another value when the keys are computed again
+    (an outer row would then lose its value, and the query the row).  Keys that a subquery
+    filters come from a join Spark cannot size when it plans, and cost more than they save
+    (TPC-H Q20 at SF 1: 2.10 s with them, 1.21 s without; Q17, keys from part's filters:
+    0.69 s, against 2.42 s without and 1.99 s for the plain query)."""
+    return len(list(reduction.find_all(exp.Select))) == 1 and not reduction.find(*NONDETERMINISTIC)
 
 
 def _value(subquery: exp.Select) -> exp.Expression:
+    """The subquery's one output expression, without its alias."""
     value = subquery.expressions[0]
     return value.this if isinstance(value, exp.Alias) else value
