@@ -13,6 +13,16 @@ def sources(select: exp.Select) -> list[exp.Expression]:
     return [part.this for part in parts if part is not None]
 
 
+def catalog_type(column: exp.Column, source: exp.Expression | None, schemas: dict[str, dict[str, str]]) -> str | None:
+    """The catalog type of ``column`` read from ``source`` (lower case), or None when the
+    source is not a catalog table or saved result, or has no such column."""
+    if not isinstance(source, exp.Table):
+        return None
+    columns = {name.lower(): kind for name, kind in schemas.get(source.name.lower(), {}).items()}
+    kind = columns.get(column.name.lower())
+    return kind.lower() if kind is not None else None
+
+
 def conjuncts(condition: exp.Expression | None) -> list[exp.Expression]:
     """The AND-ed parts of a condition (of a WHERE clause, or an ON condition)."""
     if condition is None:

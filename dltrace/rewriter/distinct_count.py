@@ -21,6 +21,7 @@ import re
 
 from sqlglot import exp
 
+from dltrace.rewriter.clauses import catalog_type
 from dltrace.rewriter.context import RewriteContext
 from dltrace.rewriter.terms import Term
 
@@ -63,7 +64,4 @@ def exact_type(column: exp.Column, context: RewriteContext) -> bool:
     """True when ``column`` is a column of a catalog table or saved result, of a type sets
     compare exactly."""
     source = context.scope.sources.get(column.table) if context.scope else None
-    if not isinstance(source, exp.Table):
-        return False
-    columns = {name.lower(): kind for name, kind in context.schemas.get(source.name.lower(), {}).items()}
-    return bool(EXACT_TYPE.fullmatch(columns.get(column.name.lower(), "").lower()))
+    return bool(EXACT_TYPE.fullmatch(catalog_type(column, source, context.schemas) or ""))

@@ -35,9 +35,9 @@ from dataclasses import replace
 
 from sqlglot import exp
 
-from dltrace.rewriter.clauses import conjuncts, sources
+from dltrace.rewriter.clauses import catalog_type, conjuncts, sources
 from dltrace.rewriter.context import COPY_OF, RewriteContext
-from dltrace.rewriter.semi_join_reduction import KEYS_ALIAS
+from dltrace.rewriter.semi_join_reduction import is_key_reduction
 from dltrace.rewriter.subquery_copies import expression_subqueries
 
 JOINED = "__dlv"  # the grouped aggregate's alias (``__dlv0``, ...)
@@ -149,12 +149,8 @@ def _defined_within(column: exp.Column, subquery: exp.Select) -> bool:
 def _same_type(inner: exp.Column, inner_sources: dict[str, exp.Expression], outer: exp.Column,
                outer_sources: dict[str, exp.Expression], schemas: dict[str, dict[str, str]]) -> bool:
     """True when both columns are catalog columns of one type (unknown types: False)."""
-    types = []
-    for column, named in ((inner, inner_sources), (outer, outer_sources)):
-        source = named.get(column.table)
-        columns = schemas.get(source.name.lower(), {}) if isinstance(source, exp.Table) else {}
-        types.append(next((t.lower() for c, t in columns.items() if c.lower() == column.name.lower()), None))
-    return types[0] is not None and types[0] == types[1]
+    kind = catalog_type(inner, inner_sources.get(inner.table), schemas)
+    return kind is not None and kind == catalog_type(outer, outer_sources.get(outer.table), schemas)
 
 
 def _is_copy_of(copy: exp.Expression, subquery: exp.Select, keys: list[tuple[exp.Column, exp.Column]]) -> bool:
@@ -182,14 +178,9 @@ def _local_conjuncts(query: exp.Select, keys: list[tuple[exp.Column, exp.Column]
         part = pending.pop(0).unnest()
         if isinstance(part, exp.And):
             pending[:0] = conjuncts(part)
-        elif part.sql() not in correlation and (not _is_reduction(part) or reduction and _plain_keys(part)):
+        elif part.sql() not in correlation and (not is_key_reduction(part) or reduction and _plain_keys(part)):
             found.append(part)
     return found
-
-
-def _is_reduction(condition: exp.Expression) -> bool:
-    """True for the keys ``semi_join_reduction`` ANDs to a copy's WHERE."""
-    return any(table.alias_or_name == KEYS_ALIAS for table in condition.find_all(exp.Table))
 
 
 def _plain_keys(reduction: exp.Expression) -> bool:

@@ -67,6 +67,11 @@ def semi_join_reduction(query: exp.Expression, context: RewriteContext) -> exp.E
     return query
 
 
+def is_key_reduction(condition: exp.Expression) -> bool:
+    """True for the keys this rule ANDs to a copy's WHERE."""
+    return any(table.alias_or_name == KEYS_ALIAS for table in condition.find_all(exp.Table))
+
+
 def _filters_only(condition: exp.Expression, alias: str, outer: Scope) -> bool:
     """True when ``condition`` (a conjunct of the outer WHERE) reads columns of ``alias`` and
     nothing else of the outer query, and its subqueries read nothing outside themselves
