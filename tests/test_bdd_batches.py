@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 
 from dltrace.bddsets import bytes_from_ids, ids_from_bytes, union_bytes
 from dltrace.bddsets.base import ids_to_keys
-from dltrace.bddsets.encoding import encode_sorted_keys, encode_sorted_sets
+from dltrace.bddsets.encoding import KIND_UNION, encode_sorted_keys, encode_sorted_sets
 from dltrace.bddsets.runs import merge_owned_runs, owned_runs_from_keys, runs_from_keys
-from dltrace.udafs import ids_column, union_column
+from dltrace.udafs import SHARED_MIN_BYTES, ids_column, union_column
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 # both ends of the positive (row id) range, table-code boundaries, and granule ids (negative)
@@ -157,6 +157,28 @@ def test_many_rows_share_one_large_set() -> None:
         assert out[row] == union_bytes([shared, bytes_from_ids([int(own[row])])], "compact")
     assert len(set(out)) == rows
 
+
+
+def test_rows_sharing_a_large_set_hold_it_once_each() -> None:
+    """A large set that several rows of a batch share (an uncorrelated subquery's lineage)
+    is copied into each row as a part (kind 3), not merged: every row still holds exactly
+    the union, a row with nothing else holds the set's own bytes, and a held row unioned
+    again (a DL fed to another union) is merged like any set."""
+    shared = bytes_from_ids((4 << 48) + np.arange(0, 40_000, 7), "set")
+    other = bytes_from_ids((6 << 48) + np.arange(0, 30_000, 5), "set")
+    assert len(shared) >= SHARED_MIN_BYTES and len(other) >= SHARED_MIN_BYTES
+    small = bytes_from_ids([3, 4], "bdd")
+    sets = [[shared], [small, shared], [shared, shared], [shared], None, [other], [shared, other], [shared], [None]]
+    ids = [[1, INT64_MAX], None, [2], [], [5], [9], None, [(4 << 48) + 7], [None]]
+    out = union_column(pa.array(sets, SETS), pa.array(ids, IDS)).to_pylist()
+    assert [ids_from_bytes(data).tolist() for data in out] == [expected_ids(s, i) for s, i in zip(sets, ids)]
+    assert [data[4] == KIND_UNION for data in out] == [True, True, True, False, False, True, True, True, False]
+    assert out[3] == shared and out[4] == per_row_union(None, [5])  # alone: the shared set's bytes as they are
+    assert ids_column(pa.array(out, pa.binary())).to_pylist() == [expected_ids(s, i) for s, i in zip(sets, ids)]
+    again = union_column(pa.array([[out[0], out[6]], [out[1]]], SETS), pa.array([[8], []], IDS)).to_pylist()
+    expected = {8, *expected_ids(sets[0], ids[0]), *expected_ids(sets[6], None)}
+    assert ids_from_bytes(again[0]).tolist() == sorted(expected)
+    assert again[1] == per_row_union(sets[1], None)
 
 @settings(max_examples=100, deadline=None, derandomize=True)
 @given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 40), st.integers(0, 6)), max_size=20))

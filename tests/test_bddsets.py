@@ -33,7 +33,7 @@ from dltrace.bddsets import (
     singleton_bytes,
     union_bytes,
 )
-from dltrace.bddsets.encoding import header
+from dltrace.bddsets.encoding import KIND_UNION, header, join_parts
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 IMPLEMENTATIONS = (SortedIdSet, BddSet, PyedaBddSet)
@@ -281,17 +281,70 @@ def test_autoref_fallback_gives_the_same_sets() -> None:
     assert done.stdout.strip() == "ok", done.stderr
 
 
+
+def joined(sets_of_parts: list[list[bytes]]) -> list[bytes]:
+    """Each set's encoding by :func:`join_parts` from its parts' bytes."""
+    parts = [part for set_parts in sets_of_parts for part in set_parts]
+    lengths = np.array([len(part) for part in parts], dtype=np.int64)
+    ends = np.cumsum(lengths)
+    owner = np.repeat(np.arange(len(sets_of_parts)), [len(set_parts) for set_parts in sets_of_parts])
+    data, offsets = join_parts(np.frombuffer(b"".join(parts), np.uint8), ends - lengths, ends, owner,
+                               len(sets_of_parts))
+    return [data[offsets[i] : offsets[i + 1]].tobytes() for i in range(len(sets_of_parts))]
+
+
+@FAST
+@given(st.lists(st.lists(st.tuples(id_lists(max_runs=3), st.sampled_from(("set", "bdd"))), min_size=1, max_size=4),
+                min_size=1, max_size=4))
+def test_a_union_of_parts_reads_as_the_union_of_its_parts(sets: list[list[tuple[list[int], str]]]) -> None:
+    """A row holding a shared set (kind 3): every reader sees exactly the union of the parts,
+    a lone part stays as it was, and any set of ids can be joined: empty parts, single ids,
+    ids at both ends of the 64-bit range, the same part twice."""
+    parts = [[bytes_from_ids(ids, kind) for ids, kind in set_parts] for set_parts in sets]
+    for set_parts, encoding in zip(parts, joined(parts)):
+        expected = sorted(set().union(*(ids_from_bytes(part).tolist() for part in set_parts)))
+        assert (encoding[4] == KIND_UNION) is (len(set_parts) > 1)
+        if len(set_parts) == 1:
+            assert encoding == set_parts[0]
+        assert ids_from_bytes(encoding).tolist() == expected
+        assert count_bytes(encoding) == len(expected)
+        assert list(decode(encoding)) == expected and list(BddSet.from_bytes(encoding)) == expected
+        assert union_bytes([encoding], "compact") == bytes_from_ids(expected, "compact")
+        probes = neighbours(expected)
+        assert contains_any_batch([encoding, None], probes[:1]).tolist() == [probes[0] in set(expected), False]
+        assert contains_any_bytes(encoding, probes) is bool(set(probes) & set(expected))
+
+
+def test_a_union_of_one_shared_part_and_the_rest() -> None:
+    """The shape the UDF writes: a large shared set, then a row's own ids."""
+    shared = bytes_from_ids(np.arange(5 << 48, (5 << 48) + 300_000, 3), "set")
+    own = bytes_from_ids([INT64_MIN, 7, (5 << 48) + 1, (5 << 48) + 3, INT64_MAX], "set")
+    (encoding,) = joined([[shared, own]])
+    assert encoding[: len(header(KIND_UNION))] == header(KIND_UNION)
+    ids = ids_from_bytes(encoding)
+    assert ids.size == 100_000 + 4 and ids[0] == INT64_MIN and ids[-1] == INT64_MAX
+    assert set(ids_from_bytes(own).tolist()) <= set(ids.tolist())
+
 # ------------------------------------------------------------ corrupt input
 
 BDD = header(2)
 SORTED = header(1)
+UNION = header(3)
+ONE = SORTED + bytes((0, 1, 2))  # the set {1}: count 1, zigzag(1)
 CORRUPT = {
     "empty": b"",
     "foreign magic": b"PK\x03\x04\x14\x00",
     "flipped magic": b"DLT" + BDD[3:] + bytes((0, 0)),
     "version 2": b"DLS\x02\x02" + bytes((0, 0)),
     "version 0": b"DLS\x00\x01" + bytes((0, 0)),
-    "kind 3": b"DLS\x01\x03" + bytes((0, 0)),
+    "kind 4": b"DLS\x01\x04" + bytes((0, 0)),
+    "union of no parts": UNION + bytes((0, 0)),
+    "union of one part": UNION + bytes((1, 8)) + ONE,
+    "union part lengths short of its size": UNION + bytes((2, 8, 8)) + ONE + ONE + b"\x00",
+    "union part lengths beyond its size": UNION + bytes((2, 8, 9)) + ONE + ONE,
+    "union part shorter than a header": UNION + bytes((2, 3, 10)) + ONE + ONE[3:],
+    "union holding a union": UNION + bytes((2, 8, 24)) + ONE + UNION + bytes((2, 8, 8)) + ONE + ONE,
+    "union holding a corrupt part": UNION + bytes((2, 8, 8)) + ONE + SORTED + bytes((0, 2, 2)),
     "root of no nodes is 2": BDD + bytes((0, 2)),
     "terminal root with nodes": BDD + bytes((1, 1, 1, 0)) + bytes((0,)),
     "reference out of range": BDD + bytes((1, 2, 5, 0)) + bytes((0,)),

@@ -2,7 +2,7 @@
 
 Every encoding starts with a 5-byte header::
 
-    b"DLS"  version (1)  kind (1: sorted id set, 2: roBDD)
+    b"DLS"  version (1)  kind (1: sorted id set, 2: roBDD, 3: union of parts)
 
 All integers below are unsigned LEB128 varints. Ids are handled as keys
 (``key = id ^ 2**63``, see :mod:`dltrace.bddsets.base`); ``zz`` is zigzag.
@@ -30,7 +30,15 @@ A child reference is 0 (FALSE), 1 (TRUE) or ``d + 1`` for the node ``d``
 positions earlier. Shapes 1 and 2 make the long single-path chains (the
 table-code prefix above clustered ids, single ids) cost one byte per node.
 
-**Compact** is not a third kind but a choice between the two, per set: what the Spark
+**Union of parts** (kind 3): ``k`` (varint, 2 to ``MAX_UNION_PARTS``), the byte length
+of each part (``k`` varints), then the parts, each a whole encoding of kind 1 or 2 (never
+a union). The set is the union of the parts' sets. It is how a row holds a large set that other
+rows share (an uncorrelated subquery's lineage under control semantics: Q20's ~17,700
+ids in each of its 186 rows): the shared set's bytes are copied beside the row's own
+part (:func:`join_parts`) instead of merged into a new set per row, the paper's roBDD
+rows sharing nodes. Decoding merges the parts, so readers see one set.
+
+**Compact** is not a fourth kind but a choice between the two, per set: what the Spark
 UDFs write (:func:`compact_encodings`). A few scattered ids cost 5-10 bytes sorted against
 about 40 roBDD nodes per id, and a clustered set a few bytes per run, so sets stay sorted
 unless they are periodic and their roBDD is the smaller encoding.
@@ -63,12 +71,15 @@ import numpy as np
 from .base import SIGN_BIT, LineageDecodeError
 from .codec import decode_varints, encode_varints, read_varints_at, unzigzag, varint_sizes, zigzag
 from .nodetable import FALSE, TRUE, CanonicalTables, NodeTable, build_tables, paths_of_roots
-from .runs import keys_from_runs, merge_runs, run_total
+from .runs import keys_from_runs, merge_owned_runs, merge_runs, run_total
 
 MAGIC = b"DLS"
 VERSION = 1
 KIND_SORTED = 1
 KIND_BDD = 2
+KIND_UNION = 3
+KINDS = (KIND_SORTED, KIND_BDD, KIND_UNION)
+MAX_UNION_PARTS = 64
 KIND_CODES = {"set": KIND_SORTED, "bdd": KIND_BDD}
 COMPACT = "compact"  # not a kind: whichever of the two is smaller (compact_encodings)
 PERIODIC_RUNS = 64
@@ -316,7 +327,8 @@ def compact_encodings(
     Like a roaring bitmap choosing its containers: small and scattered sets (a few ids per
     output row, 5 to 10 bytes each) and clustered ones (a run costs two varints) stay
     sorted, and a periodic set becomes a roBDD when its encoding is smaller (ties stay
-    sorted). The choice depends on the set alone, so equal sets get equal bytes.
+    sorted). The choice depends on the set alone, so equal sets get equal bytes (a union of
+    parts, kind 3, is the exception: it is compared by its ids).
     ``lo``/``hi``/``owner`` are each set's maximal runs sorted by (owner, lo); returns the
     bytes concatenated (uint8) and their offsets; ``keys``/``key_owner`` as for
     :func:`encode_sorted_sets`.
@@ -337,6 +349,57 @@ def compact_encodings(
     ends[candidates[smaller]] = data.size + bdd_offsets[1:][smaller]
     pieces = np.concatenate((data, bdd_data))[_ranges(starts, ends)]
     return pieces, np.concatenate(([0], np.cumsum(ends - starts)))
+
+
+def join_parts(
+    data: np.ndarray, starts: np.ndarray, ends: np.ndarray, owner: np.ndarray, sets: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per set, one encoding of the union of its parts: a lone part as it is, several as a union (kind 3).
+
+    ``data[starts[i]:ends[i]]`` is part ``i``, a whole encoding of kind 1 or 2 owned by set
+    ``owner[i]`` (ascending; every set owns at least one part). No part is decoded: the
+    bytes are copied, so a large set shared by many rows costs each row a copy, not a merge.
+    Returns the encodings concatenated (uint8) and their int64 offsets.
+    """
+    starts, ends = starts.astype(np.int64, copy=False), ends.astype(np.int64, copy=False)
+    owner = owner.astype(np.int64, copy=False)
+    counts = np.bincount(owner, minlength=sets)
+    if np.any(counts == 0) or counts.max(initial=1) > MAX_UNION_PARTS:
+        raise ValueError(f"every set needs 1 to {MAX_UNION_PARTS} parts")
+    wrapped = np.flatnonzero(counts >= 2)
+    # the prefix of a wrapped set: its header, then varints k and each part's length
+    value_count = counts[wrapped] + 1
+    value_first = np.cumsum(value_count) - value_count
+    values = np.empty(int(value_count.sum()), dtype=np.uint64)
+    values[value_first] = counts[wrapped]
+    slot_of_set = np.full(sets, -1, dtype=np.int64)
+    slot_of_set[wrapped] = value_first
+    part_first = np.cumsum(counts) - counts
+    in_wrapped = np.flatnonzero(slot_of_set[owner] >= 0)
+    part_rank = in_wrapped - part_first[owner[in_wrapped]]
+    values[slot_of_set[owner[in_wrapped]] + 1 + part_rank] = (ends - starts)[in_wrapped]
+    sizes = varint_sizes(values)
+    prefix_lengths = HEADER_SIZE + (np.add.reduceat(sizes, value_first) if wrapped.size else sizes[:0])
+    prefix_offsets = np.concatenate(([0], np.cumsum(prefix_lengths))).astype(np.int64)
+    prefixes = np.empty(int(prefix_offsets[-1]), dtype=np.uint8)
+    prefix_starts = prefix_offsets[:-1]
+    prefixes[(prefix_starts[:, None] + np.arange(HEADER_SIZE)).reshape(-1)] = np.tile(
+        np.frombuffer(header(KIND_UNION), dtype=np.uint8), wrapped.size
+    )
+    prefixes[_ranges(prefix_starts + HEADER_SIZE, prefix_offsets[1:])] = np.frombuffer(
+        encode_varints(values, sizes), dtype=np.uint8
+    )
+    # pieces in output order: per set, its prefix (if wrapped), then its parts
+    source = np.concatenate((prefixes, data))
+    piece_set = np.concatenate((wrapped, owner))
+    piece_rank = np.concatenate((np.full(wrapped.size, -1), np.arange(owner.size)))
+    piece_starts = np.concatenate((prefix_starts, starts + prefixes.size))
+    piece_ends = np.concatenate((prefix_offsets[1:], ends + prefixes.size))
+    order = np.lexsort((piece_rank, piece_set))
+    piece_starts, piece_ends = piece_starts[order], piece_ends[order]
+    lengths = np.bincount(piece_set, weights=(piece_ends - piece_starts)[np.argsort(order)], minlength=sets)
+    offsets = np.concatenate(([0], np.cumsum(lengths.astype(np.int64))))
+    return source[_ranges(piece_starts, piece_ends)], offsets
 
 
 def _chain_byte_table() -> np.ndarray:
@@ -438,16 +501,76 @@ def decode_buffer(buffer: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> D
         bad = int(versions[versions != VERSION][0])
         raise LineageDecodeError(f"unsupported lineage encoding version {bad} (this dltrace reads {VERSION})")
     kinds = buffer[starts + 4]
-    if np.any((kinds != KIND_SORTED) & (kinds != KIND_BDD)):
-        bad = int(kinds[(kinds != KIND_SORTED) & (kinds != KIND_BDD)][0])
-        raise LineageDecodeError(f"unknown lineage encoding kind {bad}")
+    known = np.isin(kinds, KINDS)
+    if not known.all():
+        raise LineageDecodeError(f"unknown lineage encoding kind {int(kinds[~known][0])}")
     inputs = np.arange(lengths.size)
+    if np.any(kinds == KIND_UNION):
+        return _decode_with_unions(buffer, starts, ends, kinds == KIND_UNION)
     sorted_inputs = inputs[kinds == KIND_SORTED]
     bdd_inputs = inputs[kinds == KIND_BDD]
     keys, key_owner, run_lo, run_hi, run_owner = _decode_sorted(buffer, starts, ends, sorted_inputs)
     forest = _decode_bdds(buffer, starts[bdd_inputs], ends[bdd_inputs])
     return DecodedBatch(keys, key_owner, run_lo, run_hi, run_owner, forest, bdd_inputs)
 
+
+def _union_parts(
+    buffer: np.ndarray, starts: np.ndarray, ends: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The parts of union encodings (kind 3): their starts, ends and the union each belongs to."""
+    counts, position = read_varints_at(buffer, starts + HEADER_SIZE, ends)
+    if np.any(counts < _TWO) or np.any(counts > np.uint64(MAX_UNION_PARTS)):
+        raise LineageDecodeError(f"union encoding must hold 2 to {MAX_UNION_PARTS} parts")
+    counts = counts.astype(np.int64)
+    lengths = np.zeros((starts.size, int(counts.max())), dtype=np.int64)
+    for rank in range(lengths.shape[1]):
+        active = np.flatnonzero(counts > rank)
+        values, position[active] = read_varints_at(buffer, position[active], ends[active])
+        if np.any(values < np.uint64(HEADER_SIZE)) or np.any(values > (ends - starts)[active].astype(np.uint64)):
+            raise LineageDecodeError("union encoding has a part of impossible length")
+        lengths[active, rank] = values.astype(np.int64)
+    if np.any(position + lengths.sum(axis=1) != ends):
+        raise LineageDecodeError("union encoding's part lengths do not add up to its size")
+    present = np.arange(lengths.shape[1])[None, :] < counts[:, None]
+    part_lengths = lengths[present]  # row-major: each union's parts in order
+    part_union = np.repeat(np.arange(starts.size), counts)
+    part_ends = np.repeat(position, counts) + (np.cumsum(lengths, axis=1)[present])
+    part_starts = part_ends - part_lengths
+    if np.any(buffer[part_starts + 4] == KIND_UNION):
+        raise LineageDecodeError("union encoding holds another union (parts are of kind 1 or 2)")
+    return part_starts, part_ends, part_union
+
+
+def _decode_with_unions(buffer: np.ndarray, starts: np.ndarray, ends: np.ndarray, is_union: np.ndarray) -> DecodedBatch:
+    """Decode a batch holding unions (kind 3): their parts are decoded with the other inputs,
+    then each union's parts are merged into disjoint runs, so a union reads as one set."""
+    unions = np.flatnonzero(is_union)
+    others = np.flatnonzero(~is_union)
+    part_starts, part_ends, part_union = _union_parts(buffer, starts[unions], ends[unions])
+    inner = decode_buffer(
+        buffer, np.concatenate((starts[others], part_starts)), np.concatenate((ends[others], part_ends))
+    )
+    input_of = np.concatenate((others, unions[part_union]))  # inner input -> input of this batch
+    key_owner, run_owner = input_of[inner.key_owner], input_of[inner.run_owner]
+    root_owner = input_of[inner.forest_owner]
+    forest_lo, forest_hi, root = paths_of_roots(inner.forest)
+    in_key, in_run, in_path = is_union[key_owner], is_union[run_owner], is_union[root_owner[root]]
+    lo, hi, owner = merge_owned_runs(
+        np.concatenate((inner.keys[in_key], inner.run_lo[in_run], forest_lo[in_path])),
+        np.concatenate((inner.keys[in_key], inner.run_hi[in_run], forest_hi[in_path])),
+        np.concatenate((key_owner[in_key], run_owner[in_run], root_owner[root][in_path])),
+    )
+    out_run, out_root = ~in_run, ~is_union[root_owner]
+    forest = inner.forest
+    return DecodedBatch(
+        inner.keys[~in_key],
+        key_owner[~in_key],
+        np.concatenate((inner.run_lo[out_run], lo)),
+        np.concatenate((inner.run_hi[out_run], hi)),
+        np.concatenate((run_owner[out_run], owner)),
+        NodeTable(forest.bits, forest.lows, forest.highs, forest.roots[out_root]),
+        root_owner[out_root],
+    )
 
 def union_runs(batch: DecodedBatch) -> tuple[np.ndarray, np.ndarray]:
     """Maximal runs of the union of every set in the batch."""
@@ -465,7 +588,7 @@ def kind_of(encoding: bytes) -> int:
         raise LineageDecodeError(
             f"unsupported lineage encoding version {encoding[3]} (this dltrace reads {VERSION})"
         )
-    if encoding[4] not in (KIND_SORTED, KIND_BDD):
+    if encoding[4] not in KINDS:
         raise LineageDecodeError(f"unknown lineage encoding kind {encoding[4]}")
     return encoding[4]
 

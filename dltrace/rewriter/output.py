@@ -38,7 +38,7 @@ from sqlglot import exp
 
 from dltrace.rewriter.context import DISJOINT_ROWS, SHARED, RewriteContext, ScopeLineage
 from dltrace.rewriter.projection import is_symbolic
-from dltrace.rewriter.representation import computed_in_python
+from dltrace.rewriter.representation import computed_in_python, computed_once
 from dltrace.rewriter.set_operation import replace_lineage_columns, set_lineage_columns
 from dltrace.rewriter.terms import Lineage, Term, is_lineage_column
 
@@ -115,7 +115,7 @@ def _with_dl(
     names = [n for n in query.named_selects if not is_lineage_column(n)]
     if query.args.get("order") and len(set(names)) == len(names):
         if computed_in_python(dl):
-            arguments = [(f"{ARGUMENT}{i}", argument) for i, argument in enumerate(dl.expressions)]
+            arguments = [(f"{ARGUMENT}{i}", computed_once(argument)) for i, argument in enumerate(dl.expressions)]
             set_lineage_columns(query, arguments)
             return _above_sort(query, dl)
         if any(is_symbolic(t, context) and keep(t) for t in lineage.output):

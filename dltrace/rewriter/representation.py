@@ -27,6 +27,8 @@ from sqlglot import exp
 
 from dltrace.rewriter.terms import Kind, Lineage, Term, overlapping_groups
 
+ONE_ROW = "RANGE(1) AS __dlone"  # a one-row relation Spark does not inline (computed_once)
+
 
 def call(name: str, *args: exp.Expression) -> exp.Expression:
     """A function call printed verbatim (sqlglot must not translate lineage functions)."""
@@ -181,6 +183,24 @@ def computed_in_python(sql: exp.Expression) -> bool:
     return _is_union(sql)
 
 
+def computed_once(value: exp.Expression) -> exp.Expression:
+    """``value`` with each shared set encoded in a scalar subquery (``_encoded_once``) reading
+    ``RANGE(1)``, for a value projected as a column of its own.
+
+    Spark inlines a scalar subquery without FROM into the query that reads it
+    (``OptimizeOneRowRelationSubquery``): the UDF then ran on every row, with every row's
+    copy of the shared ids (TPC-H Q11 ``bdd``: 1.73 s against 1.03 s for ``set``, 0.94 s
+    read once).  A subquery reading a relation is computed once, before the query; but not
+    inside a Python UDF's arguments, where Spark 4 runs it in a task and fails (its plan
+    has no session there), so only a value that is a column of its own gets the relation.
+    """
+    for subquery in list(value.find_all(exp.Subquery)):
+        select = subquery.this
+        if isinstance(select, exp.Select) and not select.args.get("from") and len(select.expressions) == 1 and \
+                _is_union(select.expressions[0].unalias()):
+            select.from_(ONE_ROW, dialect="spark", copy=False)
+    return value
+
 class BddRepresentation:
     """``DL`` as ``binary``: an encoded set (sorted ids, or a roBDD where that is smaller)."""
 
@@ -219,7 +239,7 @@ class BddRepresentation:
     def as_set(self, terms: Lineage) -> exp.Expression:
         terms = tuple(self._encoded_once(t) for t in terms)
         if len(terms) == 1 and terms[0].kind is Kind.BDD and not terms[0].nullable:
-            return terms[0].sql
+            return computed_once(terms[0].sql)
         # A roBDD built in this SELECT (a fresh aggregate, ``dl_bdd_union(sets, ids)``) joins
         # the union with its arguments: each row's roBDD is then built once, in one UDF call,
         # instead of once per term and again to union them (Q10's DL: one call, not five).
@@ -244,7 +264,9 @@ class BddRepresentation:
         encoding, computed once in a scalar subquery of its own: rows whose DL is only that
         set take the value as it is, and the others union one encoded value with their own
         ids, instead of every row shipping the shared ids to Python (TPC-H Q11: 1,048 rows
-        of 32,000 ids each)."""
+        of 32,000 ids each).  Spark inlines a scalar subquery without FROM into the query
+        that reads it, so the UDF still runs per row unless :func:`computed_once` gives the
+        subquery a relation to read, where that is allowed."""
         if not (term.shared and term.kind is Kind.IDS and isinstance(term.sql, exp.Subquery)):
             return term
         encoded = self._union([], [], [call("coalesce", term.sql, empty_id_array())])

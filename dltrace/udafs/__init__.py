@@ -24,10 +24,11 @@ import numpy as np
 import pyarrow as pa
 
 from dltrace.bddsets.bulk import ids_by_row, union_by_row
-from dltrace.bddsets.encoding import DecodedBatch, decode_buffer
+from dltrace.bddsets.encoding import KIND_UNION, DecodedBatch, decode_buffer, join_parts
 
 _registered: set[int] = set()
 REPEAT_MIN_IDS = 1024
+SHARED_MIN_BYTES = 1024
 
 
 def _row_slices(lists: pa.Array) -> tuple[np.ndarray, np.ndarray, pa.Array]:
@@ -44,13 +45,19 @@ def _row_slices(lists: pa.Array) -> tuple[np.ndarray, np.ndarray, pa.Array]:
     return rows, valid, values
 
 
-def _decode_column(column: pa.Array, valid: np.ndarray) -> DecodedBatch:
-    """Decode the valid cells of a binary column straight from its Arrow buffers."""
+def _binary_buffers(column: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A binary column's data buffer (uint8) and each cell's start and end in it."""
     column = column.cast(pa.large_binary())
     _, offsets_buffer, data_buffer = column.buffers()
     offsets = np.frombuffer(offsets_buffer, dtype=np.int64)[column.offset : column.offset + len(column) + 1]
     data = np.frombuffer(data_buffer, dtype=np.uint8) if data_buffer is not None else np.empty(0, dtype=np.uint8)
-    return decode_buffer(data, offsets[:-1][valid], offsets[1:][valid])
+    return data, offsets[:-1], offsets[1:]
+
+
+def _decode_column(column: pa.Array, valid: np.ndarray) -> DecodedBatch:
+    """Decode the valid cells of a binary column straight from its Arrow buffers."""
+    data, starts, ends = _binary_buffers(column)
+    return decode_buffer(data, starts[valid], ends[valid])
 
 
 def _binary_column(data: np.ndarray, offsets: np.ndarray) -> pa.Array:
@@ -98,12 +105,61 @@ def union_column(sets: pa.Array, ids: pa.Array) -> pa.Array:
     return _union(sets.take(rows), ids.take(rows)).take(pa.array(np.cumsum(kept) - 1))
 
 
+def _shared_inputs(
+    values: pa.Array, value_row: np.ndarray, valid: np.ndarray, rows: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row, the input set it shares with other rows of the batch (index into ``values``,
+    or -1); per input, whether it is its row's shared set (or the same bytes again); and
+    one input of each distinct shared set.
+
+    An input qualifies when it is at least ``SHARED_MIN_BYTES`` long and byte for byte the
+    same as an input of another row: an uncorrelated subquery's lineage, which every row
+    of a query unions with its own (Q20: ~17,700 ids into each of 186 rows). Such a set is
+    held as a part of each row's encoding (a union, kind 3) rather than merged per row.
+    """
+    held = np.full(rows, -1, dtype=np.int64)
+    covered = np.zeros(len(values), dtype=bool)
+    data, starts, ends = _binary_buffers(values)
+    large = np.flatnonzero(valid & (ends - starts >= SHARED_MIN_BYTES))
+    large = large[data[starts[large] + 4] != KIND_UNION]  # (a union's parts are merged, not nested)
+    if large.size < 2:
+        return held, covered, large[:0]
+    codes = values.take(pa.array(large)).dictionary_encode().indices.to_numpy(zero_copy_only=False)
+    shared = np.flatnonzero(np.bincount(codes)[codes] >= 2)
+    held_rows, first = np.unique(value_row[large[shared]], return_index=True)
+    held[held_rows] = large[shared[first]]
+    held_code = np.full(rows, -1, dtype=np.int64)
+    held_code[held_rows] = codes[shared[first]]
+    covered[large] = codes == held_code[value_row[large]]
+    _, distinct = np.unique(codes[shared], return_index=True)
+    return held, covered, large[shared[distinct]]
+
+
 def _union(sets: pa.ListArray, ids: pa.ListArray) -> pa.Array:
+    rows = len(ids)
     set_row, set_valid, set_values = _row_slices(sets)
     id_row, id_valid, id_values = _row_slices(ids)
+    id_row = id_row[id_valid]
     id_numbers = id_values.fill_null(0).to_numpy()[id_valid].astype(np.int64, copy=False)  # (NULLs would give floats)
-    decoded = _decode_column(set_values, set_valid)
-    return _binary_column(*union_by_row(len(ids), decoded, set_row[set_valid], id_numbers, id_row[id_valid]))
+    held, covered, distinct_held = _shared_inputs(set_values, set_row, set_valid, rows)
+    data, starts, ends = _binary_buffers(set_values)
+    rest = set_valid & ~covered
+    rest_data, rest_offsets = union_by_row(
+        rows, decode_buffer(data, starts[rest], ends[rest]), set_row[rest], id_numbers, id_row
+    )
+    holding = np.flatnonzero(held >= 0)
+    if holding.size == 0:
+        return _binary_column(rest_data, rest_offsets)
+    decode_buffer(data, starts[distinct_held], ends[distinct_held])  # checked once: held bytes are copied, not decoded
+    has_rest = (held < 0) | (np.bincount(set_row[rest], minlength=rows) > 0) | (np.bincount(id_row, minlength=rows) > 0)
+    # each row's parts: its held set (in data), then the union of the rest (in rest_data, after data)
+    part_row = np.concatenate((holding, np.flatnonzero(has_rest)))
+    part_starts = np.concatenate((starts[held[holding]], data.size + rest_offsets[:-1][has_rest]))
+    part_ends = np.concatenate((ends[held[holding]], data.size + rest_offsets[1:][has_rest]))
+    order = np.argsort(part_row, kind="stable")
+    return _binary_column(
+        *join_parts(np.concatenate((data, rest_data)), part_starts[order], part_ends[order], part_row[order], rows)
+    )
 
 
 def ids_column(sets: pa.Array) -> pa.Array:
