@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from dltrace import udafs
 from dltrace.bddsets import bytes_from_ids, ids_from_bytes, union_bytes
 from dltrace.bddsets.base import ids_to_keys
 from dltrace.bddsets.encoding import KIND_UNION, encode_sorted_keys, encode_sorted_sets
@@ -157,6 +158,22 @@ def test_many_rows_share_one_large_set() -> None:
         assert out[row] == union_bytes([shared, bytes_from_ids([int(own[row])])], "compact")
     assert len(set(out)) == rows
 
+
+
+@BATCHES
+@given(batches())
+def test_rows_sharing_sets_hold_exactly_their_unions(batch: tuple[list, list]) -> None:
+    """With any set counting as large, rows of the drawn batches share sets (kind 3 parts):
+    each row, and each row fed to another union, still holds exactly its union."""
+    sets, ids = batch
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(udafs, "SHARED_MIN_BYTES", 5)
+        out = union_column(pa.array(sets, SETS), pa.array(ids, IDS))
+        again = union_column(pa.array([[cell] for cell in out.to_pylist()], SETS), pa.array([[1]] * len(out), IDS))
+    expected = [expected_ids(s, i) for s, i in zip(sets, ids)]
+    assert [ids_from_bytes(data).tolist() for data in out.to_pylist()] == expected
+    assert ids_column(out).to_pylist() == expected
+    assert [ids_from_bytes(data).tolist() for data in again.to_pylist()] == [sorted({1, *row}) for row in expected]
 
 
 def test_rows_sharing_a_large_set_hold_it_once_each() -> None:

@@ -78,6 +78,17 @@ CONSTRUCTS = {
     # the shared set joins the sorted rows above their ORDER BY and LIMIT (rewriter/output.py)
     "shared_set_above_order_by": "select t_id, num from sales where num > (select avg(num) from sales) "
                                  "order by num desc, t_id limit 4",
+    # two shared sets in one DL: with bdd they are encoded in one subquery (Spark took two
+    # inlined encodings reading different subqueries for the same one, and lost a set)
+    "two_shared_sets": "select h.s_id from (select s_id, sum(num) as total from sales group by s_id "
+                       "having sum(num) > (select sum(num) / 100 from sales)) h "
+                       "where h.s_id > (select min(i_id) from item)",
+    # Spark drops a sort by a constant key: the bdd DL stays below it (output._sort_is_kept)
+    "shared_set_constant_sort": "select t_id, 'a' as tag from sales where num > (select avg(num) from sales) "
+                                "order by tag",
+    "shared_set_in_union_side": "select u.s_id from (select s_id, sum(num) as total from sales group by s_id having "
+                                "sum(num) > (select sum(num) / 100 from sales) union all select s_id, 1 from store) u "
+                                "where u.s_id > (select min(i_id) from item)",
     # a correlated aggregate and its copy as one grouped LEFT JOIN (rewriter/grouped_value_join.py):
     # rows whose value is NULL (no inner rows) pass through the OR with no lineage of it
     "value_join_null_value": "select s_name from store d where d.state = 'CA' or 1000 < (select sum(s.num) "

@@ -327,8 +327,7 @@ def compact_encodings(
     Like a roaring bitmap choosing its containers: small and scattered sets (a few ids per
     output row, 5 to 10 bytes each) and clustered ones (a run costs two varints) stay
     sorted, and a periodic set becomes a roBDD when its encoding is smaller (ties stay
-    sorted). The choice depends on the set alone, so equal sets get equal bytes (a union of
-    parts, kind 3, is the exception: it is compared by its ids).
+    sorted). The choice depends on the set alone, so equal sets get equal bytes.
     ``lo``/``hi``/``owner`` are each set's maximal runs sorted by (owner, lo); returns the
     bytes concatenated (uint8) and their offsets; ``keys``/``key_owner`` as for
     :func:`encode_sorted_sets`.
@@ -396,9 +395,10 @@ def join_parts(
     piece_starts = np.concatenate((prefix_starts, starts + prefixes.size))
     piece_ends = np.concatenate((prefix_offsets[1:], ends + prefixes.size))
     order = np.lexsort((piece_rank, piece_set))
+    lengths = np.zeros(sets, dtype=np.int64)
+    np.add.at(lengths, piece_set, piece_ends - piece_starts)
+    offsets = np.concatenate(([0], np.cumsum(lengths)))
     piece_starts, piece_ends = piece_starts[order], piece_ends[order]
-    lengths = np.bincount(piece_set, weights=(piece_ends - piece_starts)[np.argsort(order)], minlength=sets)
-    offsets = np.concatenate(([0], np.cumsum(lengths.astype(np.int64))))
     return source[_ranges(piece_starts, piece_ends)], offsets
 
 
@@ -553,15 +553,15 @@ def _decode_with_unions(buffer: np.ndarray, starts: np.ndarray, ends: np.ndarray
     input_of = np.concatenate((others, unions[part_union]))  # inner input -> input of this batch
     key_owner, run_owner = input_of[inner.key_owner], input_of[inner.run_owner]
     root_owner = input_of[inner.forest_owner]
-    forest_lo, forest_hi, root = paths_of_roots(inner.forest)
-    in_key, in_run, in_path = is_union[key_owner], is_union[run_owner], is_union[root_owner[root]]
-    lo, hi, owner = merge_owned_runs(
-        np.concatenate((inner.keys[in_key], inner.run_lo[in_run], forest_lo[in_path])),
-        np.concatenate((inner.keys[in_key], inner.run_hi[in_run], forest_hi[in_path])),
-        np.concatenate((key_owner[in_key], run_owner[in_run], root_owner[root][in_path])),
-    )
-    out_run, out_root = ~in_run, ~is_union[root_owner]
+    in_key, in_run, in_root = is_union[key_owner], is_union[run_owner], is_union[root_owner]
     forest = inner.forest
+    path_lo, path_hi, root = paths_of_roots(NodeTable(forest.bits, forest.lows, forest.highs, forest.roots[in_root]))
+    lo, hi, owner = merge_owned_runs(
+        np.concatenate((inner.keys[in_key], inner.run_lo[in_run], path_lo)),
+        np.concatenate((inner.keys[in_key], inner.run_hi[in_run], path_hi)),
+        np.concatenate((key_owner[in_key], run_owner[in_run], root_owner[in_root][root])),
+    )
+    out_run, out_root = ~in_run, ~in_root
     return DecodedBatch(
         inner.keys[~in_key],
         key_owner[~in_key],

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
+from dltrace.rewriter.clauses import sources
 from dltrace.rewriter.context import DISJOINT_ROWS, SHARED, RewriteContext, ScopeLineage
 from dltrace.rewriter.projection import is_symbolic
 from dltrace.rewriter.representation import computed_in_python, computed_once
@@ -114,7 +115,7 @@ def _with_dl(
     dl = _dl(lineage.projected, context, keep)
     names = [n for n in query.named_selects if not is_lineage_column(n)]
     if query.args.get("order") and len(set(names)) == len(names):
-        if computed_in_python(dl):
+        if computed_in_python(dl) and _sort_is_kept(query, context):
             arguments = [(f"{ARGUMENT}{i}", computed_once(argument)) for i, argument in enumerate(dl.expressions)]
             set_lineage_columns(query, arguments)
             return _above_sort(query, dl)
@@ -140,6 +141,45 @@ def _above_sort(query: exp.Select, call: exp.Expression) -> exp.Select:
     outer.select(exp.alias_(udf, DL), copy=False)
     return outer
 
+
+def _sort_is_kept(query: exp.Select, context: RewriteContext) -> bool:
+    """Whether Spark surely keeps ``query``'s ORDER BY between ``_above_sort``'s arguments and
+    its call (else the call stays below the sort, which then costs nothing to run twice).
+
+    Spark drops a sort by constant keys or over at most one row (``EliminateSorts``,
+    ``OptimizeOneMaxRowPlan``); the projections around it then merge, a shared set's
+    subquery lands in the UDF's arguments, and Spark 4 fails there (its plan runs in a task
+    with no session), whether or not it reads a relation.  So: keys that are columns, not
+    projections of constants; and rows Spark cannot bound (``_unbounded``)."""
+    constant = {select.alias_or_name.lower() for select in query.expressions if _constant(select.unalias())}
+    keys = [ordered.this for ordered in query.args["order"].expressions]
+    if not all(isinstance(key, exp.Column) and not (not key.table and key.name.lower() in constant) for key in keys):
+        return False
+    return _unbounded(query, context)
+
+
+def _constant(expression: exp.Expression) -> bool:
+    """Whether an expression is built of literals alone (Spark folds it to a constant)."""
+    literal_parts = (exp.Literal, exp.Null, exp.Boolean, exp.Cast, exp.DataType, exp.Binary, exp.Paren, exp.Neg)
+    return all(isinstance(node, literal_parts) for node in expression.walk())
+
+def _unbounded(query: exp.Expression, context: RewriteContext) -> bool:
+    """Whether Spark cannot bound ``query``'s rows: it reads a catalog table (directly, or
+    through subqueries in FROM) and is neither a global aggregate nor limited to one row."""
+    if isinstance(query, exp.SetOperation):
+        return _unbounded(query.this, context) or _unbounded(query.expression, context)
+    if not isinstance(query, exp.Select):
+        return False
+    limit = query.args.get("limit")
+    if limit is not None and isinstance(limit.expression, exp.Literal) and int(limit.expression.name) <= 1:
+        return False
+    if not query.args.get("group") and any(select.find(exp.AggFunc) for select in query.expressions):
+        return False
+    return any(
+        source.name.lower() in context.schemas if isinstance(source, exp.Table)
+        else isinstance(source, exp.Subquery) and _unbounded(source.unnest(), context)
+        for source in sources(query)
+    )
 
 def _dl(terms: Lineage, context: RewriteContext, keep: Callable[[Term], bool]) -> exp.Expression:
     return context.representation.output(

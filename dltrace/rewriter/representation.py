@@ -196,8 +196,8 @@ def computed_once(value: exp.Expression) -> exp.Expression:
     """
     for subquery in list(value.find_all(exp.Subquery)):
         select = subquery.this
-        if isinstance(select, exp.Select) and not select.args.get("from") and len(select.expressions) == 1 and \
-                _is_union(select.expressions[0].unalias()):
+        encodes_once = isinstance(select, exp.Select) and len(select.expressions) == 1
+        if encodes_once and not select.args.get("from_") and _is_union(select.expressions[0].unalias()):
             select.from_(ONE_ROW, dialect="spark", copy=False)
     return value
 
@@ -237,7 +237,9 @@ class BddRepresentation:
         return Term(value, Kind.BDD, term.tables)
 
     def as_set(self, terms: Lineage) -> exp.Expression:
-        terms = tuple(self._encoded_once(t) for t in terms)
+        shared = [t for t in terms if _shared_ids(t)]
+        if shared:
+            terms = (self._encoded_once(shared), *(t for t in terms if not _shared_ids(t)))
         if len(terms) == 1 and terms[0].kind is Kind.BDD and not terms[0].nullable:
             return computed_once(terms[0].sql)
         # A roBDD built in this SELECT (a fresh aggregate, ``dl_bdd_union(sets, ids)``) joins
@@ -259,19 +261,26 @@ class BddRepresentation:
     def output(self, terms: Lineage, codes: dict[str, int], ordered_by_table: bool = True) -> exp.Expression:
         return self.as_set(terms)
 
-    def _encoded_once(self, term: Term) -> Term:
-        """A shared set (an uncorrelated subquery's native ids, the same on every row) as its
-        encoding, computed once in a scalar subquery of its own: rows whose DL is only that
-        set take the value as it is, and the others union one encoded value with their own
-        ids, instead of every row shipping the shared ids to Python (TPC-H Q11: 1,048 rows
-        of 32,000 ids each).  Spark inlines a scalar subquery without FROM into the query
-        that reads it, so the UDF still runs per row unless :func:`computed_once` gives the
-        subquery a relation to read, where that is allowed."""
-        if not (term.shared and term.kind is Kind.IDS and isinstance(term.sql, exp.Subquery)):
-            return term
-        encoded = self._union([], [], [call("coalesce", term.sql, empty_id_array())])
-        return replace(term, sql=exp.Subquery(this=exp.select(exp.alias_(encoded, "__dl"))), kind=Kind.BDD,
-                       nullable=False)
+    def _encoded_once(self, shared: Sequence[Term]) -> Term:
+        """The sets every row shares (uncorrelated subqueries' native ids, the same on every
+        row) as one encoding, computed once in a scalar subquery of its own: rows whose DL is
+        only that set take the value as it is, and the others union one encoded value with
+        their own ids, instead of every row shipping the shared ids to Python (TPC-H Q11:
+        1,048 rows of 32,000 ids each).  Spark inlines a scalar subquery without FROM into the
+        query that reads it, so the UDF still runs per row unless :func:`computed_once` gives
+        the subquery a relation to read, where that is allowed.
+
+        All of a DL's shared sets go into one subquery: Spark takes two inlined UDF calls that
+        differ only in the scalar subquery they read for the same call, and the DL of TPC-H-like
+        ``... HAVING sum(x) > (SELECT ...) ... WHERE y > (SELECT ...)`` lost one of the sets."""
+        encoded = self._union([], [], [call("coalesce", t.sql, empty_id_array()) for t in shared])
+        return replace(shared[0], sql=exp.Subquery(this=exp.select(exp.alias_(encoded, "__dl"))), kind=Kind.BDD,
+                       nullable=False, tables=frozenset().union(*(t.tables for t in shared)))
+
+
+def _shared_ids(term: Term) -> bool:
+    """Whether a term is an uncorrelated subquery's native ids, the same on every row."""
+    return term.shared and term.kind is Kind.IDS and isinstance(term.sql, exp.Subquery)
 
 
 class AutoRepresentation:

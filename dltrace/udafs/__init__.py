@@ -95,7 +95,11 @@ def _repeats_previous(sets: pa.ListArray, ids: pa.ListArray) -> np.ndarray:
 
 
 def union_column(sets: pa.Array, ids: pa.Array) -> pa.Array:
-    """Row by row, the compact encoding of ``sets ∪ ids``; all rows of the batch built together."""
+    """Row by row, the encoding of ``sets ∪ ids``; all rows of the batch built together.
+
+    Each row gets the compact encoding of its union, except a row holding a large set that
+    other rows of the batch share: that set is kept as one part of a union (kind 3, see
+    :func:`_shared_inputs`), beside the compact encoding of the rest."""
     sets = sets.combine_chunks() if isinstance(sets, pa.ChunkedArray) else sets
     ids = ids.combine_chunks() if isinstance(ids, pa.ChunkedArray) else ids
     kept = ~_repeats_previous(sets, ids)
@@ -106,11 +110,12 @@ def union_column(sets: pa.Array, ids: pa.Array) -> pa.Array:
 
 
 def _shared_inputs(
-    values: pa.Array, value_row: np.ndarray, valid: np.ndarray, rows: int
+    values: pa.Array, data: np.ndarray, starts: np.ndarray, ends: np.ndarray, value_row: np.ndarray,
+    valid: np.ndarray, rows: int,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per row, the input set it shares with other rows of the batch (index into ``values``,
+    """Per row, the input set it shares with other rows of the batch (index of the input,
     or -1); per input, whether it is its row's shared set (or the same bytes again); and
-    one input of each distinct shared set.
+    one input of each distinct shared set. ``data``/``starts``/``ends``: ``values``' buffers.
 
     An input qualifies when it is at least ``SHARED_MIN_BYTES`` long and byte for byte the
     same as an input of another row: an uncorrelated subquery's lineage, which every row
@@ -118,19 +123,20 @@ def _shared_inputs(
     held as a part of each row's encoding (a union, kind 3) rather than merged per row.
     """
     held = np.full(rows, -1, dtype=np.int64)
-    covered = np.zeros(len(values), dtype=bool)
-    data, starts, ends = _binary_buffers(values)
+    covered = np.zeros(starts.size, dtype=bool)
     large = np.flatnonzero(valid & (ends - starts >= SHARED_MIN_BYTES))
     large = large[data[starts[large] + 4] != KIND_UNION]  # (a union's parts are merged, not nested)
     if large.size < 2:
         return held, covered, large[:0]
-    codes = values.take(pa.array(large)).dictionary_encode().indices.to_numpy(zero_copy_only=False)
-    shared = np.flatnonzero(np.bincount(codes)[codes] >= 2)
-    held_rows, first = np.unique(value_row[large[shared]], return_index=True)
+    codes = values.take(pa.array(large)).dictionary_encode().indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    large_rows = value_row[large]
+    row_counts = np.bincount(np.unique(codes * rows + large_rows) // rows, minlength=int(codes.max()) + 1)
+    shared = np.flatnonzero(row_counts[codes] >= 2)  # in two rows or more
+    held_rows, first = np.unique(large_rows[shared], return_index=True)
     held[held_rows] = large[shared[first]]
     held_code = np.full(rows, -1, dtype=np.int64)
     held_code[held_rows] = codes[shared[first]]
-    covered[large] = codes == held_code[value_row[large]]
+    covered[large] = codes == held_code[large_rows]
     _, distinct = np.unique(codes[shared], return_index=True)
     return held, covered, large[shared[distinct]]
 
@@ -141,8 +147,8 @@ def _union(sets: pa.ListArray, ids: pa.ListArray) -> pa.Array:
     id_row, id_valid, id_values = _row_slices(ids)
     id_row = id_row[id_valid]
     id_numbers = id_values.fill_null(0).to_numpy()[id_valid].astype(np.int64, copy=False)  # (NULLs would give floats)
-    held, covered, distinct_held = _shared_inputs(set_values, set_row, set_valid, rows)
     data, starts, ends = _binary_buffers(set_values)
+    held, covered, distinct_held = _shared_inputs(set_values, data, starts, ends, set_row, set_valid, rows)
     rest = set_valid & ~covered
     rest_data, rest_offsets = union_by_row(
         rows, decode_buffer(data, starts[rest], ends[rest]), set_row[rest], id_numbers, id_row
@@ -150,7 +156,7 @@ def _union(sets: pa.ListArray, ids: pa.ListArray) -> pa.Array:
     holding = np.flatnonzero(held >= 0)
     if holding.size == 0:
         return _binary_column(rest_data, rest_offsets)
-    decode_buffer(data, starts[distinct_held], ends[distinct_held])  # checked once: held bytes are copied, not decoded
+    decode_buffer(data, starts[distinct_held], ends[distinct_held])  # checks them: held sets are copied, not decoded
     has_rest = (held < 0) | (np.bincount(set_row[rest], minlength=rows) > 0) | (np.bincount(id_row, minlength=rows) > 0)
     # each row's parts: its held set (in data), then the union of the rest (in rest_data, after data)
     part_row = np.concatenate((holding, np.flatnonzero(has_rest)))
