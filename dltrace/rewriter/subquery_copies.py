@@ -21,7 +21,7 @@ Under ``semantics="data"`` subqueries in WHERE and HAVING contribute nothing and
 copy; scalar subqueries in the SELECT list compute output values and always do.
 
 >>> print(rewrite_sql("SELECT i_name FROM item WHERE i_id IN (SELECT i_id FROM sales WHERE num > 1500)", PAPER_SCHEMA))
-SELECT item.i_name AS i_name, CONCAT(ARRAY(item._dl_id), SORT_ARRAY((SELECT SORT_ARRAY(COLLECT_LIST(sales._dl_id)) AS __dl FROM sales AS sales WHERE sales.num > 1500))) AS DL FROM item AS item WHERE item.i_id IN (SELECT sales.i_id AS i_id FROM sales AS sales WHERE sales.num > 1500)
+SELECT item.i_name AS i_name, CONCAT(ARRAY(item._dl_id), (SELECT SORT_ARRAY(COLLECT_LIST(sales._dl_id)) AS __dl FROM sales AS sales WHERE sales.num > 1500)) AS DL FROM item AS item WHERE item.i_id IN (SELECT sales.i_id AS i_id FROM sales AS sales WHERE sales.num > 1500)
 """  # noqa: E501
 
 from __future__ import annotations

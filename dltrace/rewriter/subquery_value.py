@@ -6,7 +6,7 @@ so it counts under control semantics.  Both apply to the rows after grouping.
 
 >>> from dltrace.rewriter import rewrite_sql, PAPER_SCHEMA
 >>> print(rewrite_sql("SELECT s_id, SUM(num) AS n FROM sales GROUP BY s_id HAVING SUM(num) > (SELECT AVG(num) FROM sales)", PAPER_SCHEMA))
-SELECT __dlout.s_id, __dlout.n, SORT_ARRAY((SELECT SORT_ARRAY(COLLECT_LIST(sales._dl_id)) AS __dl FROM sales AS sales)) AS DL FROM (SELECT sales.s_id AS s_id, SUM(sales.num) AS n FROM sales AS sales GROUP BY sales.s_id HAVING SUM(sales.num) > (SELECT AVG(sales.num) AS _col_0 FROM sales AS sales)) AS __dlout
+SELECT __dlout.s_id, __dlout.n, (SELECT SORT_ARRAY(COLLECT_LIST(sales._dl_id)) AS __dl FROM sales AS sales) AS DL FROM (SELECT sales.s_id AS s_id, SUM(sales.num) AS n FROM sales AS sales GROUP BY sales.s_id HAVING SUM(sales.num) > (SELECT AVG(sales.num) AS _col_0 FROM sales AS sales)) AS __dlout
 """  # noqa: E501
 
 from __future__ import annotations
