@@ -153,7 +153,7 @@ def _sort_is_kept(query: exp.Select, context: RewriteContext) -> bool:
     projections of constants; and rows Spark cannot bound (``_unbounded``)."""
     constant = {select.alias_or_name.lower() for select in query.expressions if _constant(select.unalias())}
     keys = [ordered.this for ordered in query.args["order"].expressions]
-    if not all(isinstance(key, exp.Column) and not (not key.table and key.name.lower() in constant) for key in keys):
+    if not all(isinstance(key, exp.Column) and (key.table or key.name.lower() not in constant) for key in keys):
         return False
     return _unbounded(query, context)
 

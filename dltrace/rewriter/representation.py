@@ -101,12 +101,7 @@ def _sorted_subquery(term: Term) -> bool:
     """Whether a term's ids come sorted: a shared subquery ending in an ascending
     ``SORT_ARRAY`` (``uncorrelated_copies``, saved results' shared sets).  Sorting it again
     cost every row a sort of the shared ids (TPC-H Q20 at SF 10: 1,804 rows of 178,045)."""
-    if term.kind is not Kind.IDS or not isinstance(term.sql, exp.Subquery):
-        return False
-    select = term.sql.this
-    if not isinstance(select, exp.Select) or len(select.expressions) != 1:
-        return False
-    value = select.expressions[0].unalias()
+    value = _only_projection(term.sql) if term.kind is Kind.IDS else None
     if isinstance(value, exp.Anonymous):  # as the rewriter writes it (``call``)
         return value.name.lower() == "sort_array" and len(value.expressions) == 1
     return isinstance(value, exp.ArraySort) and value.args.get("asc") is None  # as sqlglot parses it
@@ -210,11 +205,20 @@ def computed_once(value: exp.Expression) -> exp.Expression:
     has no session there), so only a value that is a column of its own gets the relation.
     """
     for subquery in list(value.find_all(exp.Subquery)):
-        select = subquery.this
-        encodes_once = isinstance(select, exp.Select) and len(select.expressions) == 1
-        if encodes_once and not select.args.get("from_") and _is_union(select.expressions[0].unalias()):
-            select.from_(ONE_ROW, dialect="spark", copy=False)
+        projection = _only_projection(subquery)
+        if projection is not None and not subquery.this.args.get("from_") and _is_union(projection):
+            subquery.this.from_(ONE_ROW, dialect="spark", copy=False)
     return value
+
+
+def _only_projection(subquery: exp.Expression) -> exp.Expression | None:
+    """The one value a scalar subquery ``(SELECT value ...)`` selects (unaliased), else None."""
+    if not isinstance(subquery, exp.Subquery):
+        return None
+    select = subquery.this
+    if not isinstance(select, exp.Select) or len(select.expressions) != 1:
+        return None
+    return select.expressions[0].unalias()
 
 class BddRepresentation:
     """``DL`` as ``binary``: an encoded set (sorted ids, or a roBDD where that is smaller)."""
