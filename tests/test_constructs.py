@@ -97,6 +97,11 @@ CONSTRUCTS = {
                            "where s2.s_id = s1.s_id and s2.i_id = s1.i_id)",
     "value_join_in_copy": "select s_name from store d where d.s_id in (select s.s_id from sales s where s.num > "
                           "(select avg(s2.num) from sales s2 where s2.i_id = s.i_id))",
+    # the original IN subquery reads the grouped join too (Spark reuses it for the copy); rows
+    # without inner rows (a NULL value) still pass through the OR
+    "value_join_in_copy_null_value": "select s_name from store d where d.s_id in (select s.s_id from sales s "
+                                     "where s.price < 20 or s.num > (select avg(s2.num) from sales s2 "
+                                     "where s2.i_id = s.i_id and s2.price > 45))",
 }
 
 
