@@ -94,10 +94,12 @@ def grouped_value_join(select: exp.Expression, context: RewriteContext) -> exp.E
             original_select, original_subquery = original
             original_alias = _next_alias(original_select)
             _join_grouped(original_select, original_subquery, grouped.copy(), original_alias, keys)
-            # Spark drops aggregates nobody reads; this filter, true for every row, reads the
-            # ids, so both aggregates stay alike and Spark reuses one's exchange for the other
-            kept = exp.GTE(this=exp.func("COALESCE", exp.func("SIZE", exp.column(LINEAGE, table=original_alias)),
-                                         exp.Literal.number(0)), expression=exp.Literal.number(0))
+            # Spark drops aggregates nobody reads; this filter, true for every row (SIZE(NULL)
+            # is NULL, or -1 without ANSI), reads the ids, so both aggregates stay alike and
+            # Spark reuses one's exchange for the other
+            ids = exp.column(LINEAGE, table=original_alias)
+            kept = exp.or_(exp.Is(this=ids, expression=exp.Null()),
+                           exp.GTE(this=exp.func("SIZE", ids.copy()), expression=exp.Literal.number(0)))
             original_select.where(kept, copy=False)
         lineage.rows = tuple(replace(t.at(exp.column(LINEAGE, table=alias)), nullable=True) if t is copy_term else t
                              for t in lineage.rows)
