@@ -76,7 +76,7 @@ def grouped_value_join(select: exp.Expression, context: RewriteContext) -> exp.E
         copy = copy_term.sql.this
         if keys is None or not _is_copy_of(copy, subquery, keys):
             continue
-        original = _original_of(select, subquery)
+        original = _original_of(select, subquery)  # found by the subquery's SQL, so before it is replaced
         alias = _next_alias(select)
         grouped = exp.select(
             *(exp.alias_(inner.copy(), f"{KEY}{i}") for i, (inner, _) in enumerate(keys)),

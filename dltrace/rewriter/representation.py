@@ -106,6 +106,7 @@ def _sorted_subquery(term: Term) -> bool:
         return value.name.lower() == "sort_array" and len(value.expressions) == 1
     return isinstance(value, exp.ArraySort) and value.args.get("asc") is None  # as sqlglot parses it
 
+
 class SetRepresentation:
     """``DL`` as ``array<bigint>``: distinct ids, sorted in the output."""
 
@@ -219,6 +220,7 @@ def _only_projection(subquery: exp.Expression) -> exp.Expression | None:
     if not isinstance(select, exp.Select) or len(select.expressions) != 1:
         return None
     return select.expressions[0].unalias()
+
 
 class BddRepresentation:
     """``DL`` as ``binary``: an encoded set (sorted ids, or a roBDD where that is smaller)."""
