@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 import sqlglot
+from sqlglot import exp
 
-from dltrace import broadcasts, session
+from dltrace import broadcasts, rewriter, session
 from dltrace.broadcasts import WidenedScan, in_spark_join_order, keep_broadcasts, with_broadcast_hints
 from tests.oracle import lineage_bag
 
@@ -49,6 +50,7 @@ def test_on_conditions_move_to_where_and_a_nested_select_gets_its_own_hint():
     "SELECT l.k FROM lineitem AS l JOIN part AS p USING (k)",
     "SELECT p.p_partkey FROM lineitem AS l, part AS p WHERE p.p_partkey = l.k",  # keeps fewer columns
     "SELECT p.p_brand, p.p_partkey FROM lineitem AS l, other AS p WHERE p.p_partkey = l.k",  # not the table
+    "SELECT HASH(*), p.p_brand FROM lineitem AS l, part AS p WHERE p.p_partkey = l.k",  # * in FROM order
 ])
 def test_no_hint_where_spark_would_not_join_the_same_way(sql):
     assert hinted(sql) is None
@@ -57,13 +59,28 @@ def test_no_hint_where_spark_would_not_join_the_same_way(sql):
 def test_join_order_starts_with_the_first_item_and_takes_the_first_linked_one():
     query = sqlglot.parse_one("SELECT a.x FROM a, b, c, d WHERE d.k = a.k AND c.j = b.j AND b.i = d.i", read="spark")
     in_spark_join_order(query)
-    assert [t.alias_or_name for t in query.find_all(exp_table())] == ["a", "d", "b", "c"]
+    assert [t.alias_or_name for t in query.find_all(exp.Table)] == ["a", "d", "b", "c"]
 
 
-def exp_table():
-    from sqlglot import exp
+def test_a_subquery_condition_does_not_link_the_from_items():
+    query = sqlglot.parse_one("SELECT a.x FROM a, b, c WHERE c.k = a.k AND EXISTS (SELECT 1 FROM b AS b2 "
+                              "WHERE b2.j = a.j) AND b.i = c.i", read="spark")
+    in_spark_join_order(query)
+    assert [t.alias_or_name for t in query.args["joins"][0].find_all(exp.Table)] == ["c"]
 
-    return exp.Table
+
+def test_the_rewriters_output_keeps_its_conditions_and_drops_true():
+    from dltrace.datasets import SCHEMA
+
+    lineage = sqlglot.parse_one(rewriter.rewrite_sql(QUERY, SCHEMA), read="spark")
+    scan = WidenedScan(frozenset(SCHEMA["part"]), frozenset({"p_partkey", "p_brand"}))
+    found = with_broadcast_hints(lineage, [scan], {"part": SCHEMA["part"]})
+    assert found is not None
+    select = next(s for s in found.find_all(exp.Select) if s.args.get("hint"))
+    assert select.args["hint"].sql("spark") == "/*+ BROADCAST(part) */"
+    assert "TRUE" not in select.sql("spark")
+    assert sorted(c.sql("spark") for c in rewriter.clauses.conjuncts(select.args["where"])) == [
+        "part.p_partkey = lineitem.l_partkey", "part.p_type LIKE '%BRASS'"]
 
 
 def test_spark_connect_frames_run_as_written():
@@ -95,6 +112,8 @@ def test_a_side_widened_past_the_threshold_by_its_ids_is_broadcast_as_without_li
         assert "BroadcastHashJoin" not in broadcast_scans(unhinted)  # what the hint is for
         assert "BroadcastHashJoin" in broadcast_scans(kept)
         assert lineage_bag(kept.collect()) == lineage_bag(unhinted.collect())
+        monkeypatch.setattr(broadcasts, "join_shape", iter([["a join"], ["another"]]).__next__)
+        assert "BroadcastHashJoin" not in broadcast_scans(tpch.sql(QUERY))  # joins changed: as written
     finally:
         spark.conf.set("spark.sql.autoBroadcastJoinThreshold", previous)
 
