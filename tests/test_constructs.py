@@ -102,6 +102,11 @@ CONSTRUCTS = {
     "value_join_in_copy_null_value": "select s_name from store d where d.s_id in (select s.s_id from sales s "
                                      "where s.price < 20 or s.num > (select avg(s2.num) from sales s2 "
                                      "where s2.i_id = s.i_id and s2.price > 45))",
+    # a query of one row whose rows share a set: a roBDD DL joins the set beside it
+    "one_row_shared_set": "select t.m from (select max(num) as m from sales) t "
+                          "where t.m > (select avg(price) from sales) order by t.m",
+    "one_row_limit_shared_set": "select s_id, price from sales where price > (select avg(price) from sales) "
+                                "order by price desc, s_id limit 1",
 }
 
 
