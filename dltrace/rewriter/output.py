@@ -171,12 +171,7 @@ def _unbounded(query: exp.Expression, context: RewriteContext) -> bool:
     through subqueries in FROM) and is neither a global aggregate nor limited to one row."""
     if isinstance(query, exp.SetOperation):
         return _unbounded(query.this, context) or _unbounded(query.expression, context)
-    if not isinstance(query, exp.Select):
-        return False
-    limit = query.args.get("limit")
-    if limit is not None and isinstance(limit.expression, exp.Literal) and int(limit.expression.name) <= 1:
-        return False
-    if not query.args.get("group") and any(select.find(exp.AggFunc) for select in query.expressions):
+    if not isinstance(query, exp.Select) or _one_row_itself(query):
         return False
     return any(
         source.name.lower() in context.schemas if isinstance(source, exp.Table)
@@ -184,13 +179,18 @@ def _unbounded(query: exp.Expression, context: RewriteContext) -> bool:
         for source in sources(query)
     )
 
-def _one_row(query: exp.Select) -> bool:
-    """Whether ``query`` gives at most one row: a global aggregate, ``LIMIT 1``, or one
-    source, itself such a query."""
+def _one_row_itself(query: exp.Select) -> bool:
+    """Whether ``query`` is a global aggregate or limited to one row."""
     limit = query.args.get("limit")
     if limit is not None and isinstance(limit.expression, exp.Literal) and int(limit.expression.name) <= 1:
         return True
-    if not query.args.get("group") and any(select.find(exp.AggFunc) for select in query.expressions):
+    return not query.args.get("group") and any(select.find(exp.AggFunc) for select in query.expressions)
+
+
+def _one_row(query: exp.Select) -> bool:
+    """Whether ``query`` gives at most one row: a global aggregate, ``LIMIT 1``, or one
+    source, itself such a query."""
+    if _one_row_itself(query):
         return True
     only = sources(query)
     return (len(only) == 1 and isinstance(only[0], exp.Subquery) and isinstance(only[0].unnest(), exp.Select)
