@@ -45,7 +45,7 @@ from dltrace.rewriter.terms import Lineage, Term, is_lineage_column
 
 OUTER = "__dlout"
 ARGUMENT = "__dlarg"  # the arguments of a DL computed above the ORDER BY (_above_sort)
-SHARED_SET = "__dlset"  # a shared set joined beside a one-row query (_beside_shared_sets)
+SHARED_SET = "__dlset"  # a shared set joined beside a one-row query (_assembled_above)
 
 DL = "DL"
 
@@ -115,7 +115,7 @@ def _with_dl(
         return expression
     dl = _dl(lineage.projected, context, keep)
     if computed_in_python(dl) and _one_row(query) and any(_is_shared(t, keep) for t in lineage.output):
-        return _beside_shared_sets(query, lineage.output, context, keep)
+        return _assembled_above(query, lineage.output, context, keep, join_shared=True)
     names = [n for n in query.named_selects if not is_lineage_column(n)]
     if query.args.get("order") and len(set(names)) == len(names):
         if computed_in_python(dl) and _sort_is_kept(query, context):
@@ -166,6 +166,7 @@ def _constant(expression: exp.Expression) -> bool:
     literal_parts = (exp.Literal, exp.Null, exp.Boolean, exp.Cast, exp.DataType, exp.Binary, exp.Paren, exp.Neg)
     return all(isinstance(node, literal_parts) for node in expression.walk())
 
+
 def _unbounded(query: exp.Expression, context: RewriteContext) -> bool:
     """Whether Spark cannot bound ``query``'s rows: it reads a catalog table (directly, or
     through subqueries in FROM) and is neither a global aggregate nor limited to one row."""
@@ -178,6 +179,7 @@ def _unbounded(query: exp.Expression, context: RewriteContext) -> bool:
         else isinstance(source, exp.Subquery) and _unbounded(source.unnest(), context)
         for source in sources(query)
     )
+
 
 def _one_row_itself(query: exp.Select) -> bool:
     """Whether ``query`` is a global aggregate or limited to one row."""
@@ -197,51 +199,20 @@ def _one_row(query: exp.Select) -> bool:
             and _one_row(only[0].unnest()))
 
 
-def _is_shared(term: Term, keep: Callable[[Term], bool]) -> bool:
-    return isinstance(term.sql, exp.Subquery) and keep(term)
-
-
-def _beside_shared_sets(
-    query: exp.Select, outputs: Lineage, context: RewriteContext, keep: Callable[[Term], bool]
-) -> exp.Select:
-    """``SELECT cols, DL FROM (query) AS __dlout CROSS JOIN (shared set) AS __dlset0 ...``,
-    for a roBDD DL of a query of at most one row that holds shared sets.
-
-    Spark drops the projections between a one-row query and the DL above it, and a shared
-    set's subquery then lands among the arguments of the Python UDF that builds the DL,
-    where Spark 4 fails (the subquery's plan is canonicalized in a task, which has no
-    session). Joined as a one-row relation, the set is an ordinary column.
-
-    >>> from dltrace.rewriter import rewrite_sql, PAPER_SCHEMA
-    >>> print(rewrite_sql("SELECT s_id FROM sales WHERE price > (SELECT avg(price) FROM sales) ORDER BY s_id LIMIT 1",
-    ...                   PAPER_SCHEMA, representation="bdd"))
-    SELECT __dlout.s_id, DL_BDD_UNION(CAST(ARRAY() AS ARRAY<BINARY>), CONCAT(ARRAY(__dlout.__dl0), __dlset0.__dl)) AS DL FROM (SELECT sales.s_id AS s_id, sales._dl_id AS __dl0 FROM sales AS sales WHERE sales.price > (SELECT AVG(sales.price) AS _col_0 FROM sales AS sales) ORDER BY s_id LIMIT 1) AS __dlout CROSS JOIN (SELECT SORT_ARRAY(COLLECT_LIST(sales._dl_id)) AS __dl FROM sales AS sales) AS __dlset0
-    """  # noqa: E501
-    names = [n for n in query.named_selects if not is_lineage_column(n)]
-    outer = exp.select(*[exp.column(n, table=OUTER) for n in names]).from_(query.subquery(OUTER, copy=False))
-    terms = []
-    joined = 0
-    for term in outputs:
-        if not _is_shared(term, keep):  # a column of the query below, or a set dropped by ``keep``
-            dropped = isinstance(term.sql, exp.Subquery)
-            terms.append(term if dropped else term.at(exp.column(term.sql.name, table=OUTER)))
-            continue
-        alias = f"{SHARED_SET}{joined}"
-        joined += 1
-        outer.join(term.sql.this.copy().subquery(alias), join_type="cross", copy=False)
-        terms.append(term.at(exp.column(term.sql.this.named_selects[0], table=alias)))
-    outer.select(exp.alias_(_dl(tuple(terms), context, keep), DL), copy=False)
-    return outer
-
-
 def _dl(terms: Lineage, context: RewriteContext, keep: Callable[[Term], bool]) -> exp.Expression:
     return context.representation.output(
         tuple(t for t in terms if keep(t)), context.codes, context.ids_ordered_by_table
     )
 
 
+def _is_shared(term: Term, keep: Callable[[Term], bool]) -> bool:
+    """A kept set every row shares: an uncorrelated subquery's, evaluated once."""
+    return isinstance(term.sql, exp.Subquery) and keep(term)
+
+
 def _assembled_above(
-    query: exp.Select, outputs: Lineage, context: RewriteContext, keep: Callable[[Term], bool]
+    query: exp.Select, outputs: Lineage, context: RewriteContext, keep: Callable[[Term], bool],
+    join_shared: bool = False,
 ) -> exp.Select:
     """``SELECT cols, DL FROM (query) AS __dlout``: after a HAVING, or above an ORDER BY when
     rows share a set (their shared subqueries are evaluated above, once).
@@ -252,9 +223,30 @@ def _assembled_above(
     it once per row (TPC-H Q20 at SF 10: 1,804 rows × 178,045 shared ids).  A roBDD
     DL keeps its arguments below the sort (``_above_sort``): there the shared set is one
     compact value, and evaluating it above, beside the Python call, was slower (Q20 at SF 1).
-    """
+
+    ``join_shared``, for a roBDD DL of a query of at most one row: each shared set is joined
+    beside the query as a one-row relation (``CROSS JOIN (...) AS __dlset0``).  Spark drops
+    the projections between a one-row query and the DL above it, and a shared set's subquery
+    would land among the arguments of the Python UDF that builds the DL, where Spark 4 fails
+    (the subquery's plan is canonicalized in a task, which has no session).
+
+    >>> from dltrace.rewriter import rewrite_sql, PAPER_SCHEMA
+    >>> print(rewrite_sql("SELECT s_id FROM sales WHERE price > (SELECT avg(price) FROM sales) ORDER BY s_id LIMIT 1",
+    ...                   PAPER_SCHEMA, representation="bdd"))
+    SELECT __dlout.s_id, DL_BDD_UNION(CAST(ARRAY() AS ARRAY<BINARY>), CONCAT(ARRAY(__dlout.__dl0), __dlset0.__dl)) AS DL FROM (SELECT sales.s_id AS s_id, sales._dl_id AS __dl0 FROM sales AS sales WHERE sales.price > (SELECT AVG(sales.price) AS _col_0 FROM sales AS sales) ORDER BY s_id LIMIT 1) AS __dlout CROSS JOIN (SELECT SORT_ARRAY(COLLECT_LIST(sales._dl_id)) AS __dl FROM sales AS sales) AS __dlset0
+    """  # noqa: E501
     names = [n for n in query.named_selects if not is_lineage_column(n)]
-    terms = tuple(t if isinstance(t.sql, exp.Subquery) else t.at(exp.column(t.sql.name, table=OUTER)) for t in outputs)
     outer = exp.select(*[exp.column(n, table=OUTER) for n in names]).from_(query.subquery(OUTER, copy=False))
-    outer.select(exp.alias_(_dl(terms, context, keep), DL), copy=False)
+    terms: list[Term] = []
+    joined = 0
+    for term in outputs:
+        if join_shared and _is_shared(term, keep):
+            alias, joined = f"{SHARED_SET}{joined}", joined + 1
+            outer.join(term.sql.this.copy().subquery(alias), join_type="cross", copy=False)
+            terms.append(term.at(exp.column(term.sql.this.named_selects[0], table=alias)))
+        elif isinstance(term.sql, exp.Subquery):  # evaluated above, once
+            terms.append(term)
+        else:
+            terms.append(term.at(exp.column(term.sql.name, table=OUTER)))
+    outer.select(exp.alias_(_dl(tuple(terms), context, keep), DL), copy=False)
     return outer
