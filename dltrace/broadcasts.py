@@ -30,10 +30,14 @@ from sqlglot import exp
 
 from dltrace.formatting import DL
 from dltrace.rewriter.clauses import conjuncts
+from dltrace.rewriter.saved_result import LINEAGE_COLUMN
+from dltrace.rewriter.terms import is_lineage_column
+from dltrace.table_data import ID_COLUMN
 
 # the sides that may be broadcast, per join type (Spark's ``canBuildBroadcastLeft``/``Right``)
 _BUILDS_LEFT = {"Inner", "Cross", "RightOuter"}
 _BUILDS_RIGHT = {"Inner", "Cross", "LeftOuter", "LeftSemi", "LeftAnti", "ExistenceJoin"}
+_TABLE_BYTES: dict[str, int] = {}  # a copied table version's Parquet -> its bytes (written once, never changed)
 
 
 class WidenedScan(NamedTuple):
@@ -46,7 +50,24 @@ class WidenedScan(NamedTuple):
 
 def _is_id_column(name: str) -> bool:
     """A column the rewrite adds (``_dl_id``, ``__dl3``, ``_dl_lineage``, ``DL``)."""
-    return name.startswith(("_dl", "__dl")) or name == DL
+    return is_lineage_column(name) or name in (ID_COLUMN, LINEAGE_COLUMN, DL)
+
+
+def largest_table_bytes(catalog, names: set[str]) -> int:
+    """The bytes of the largest of the catalog's tables among ``names`` (their files: in
+    place, as recorded; copied, as listed once per data version)."""
+    largest = 0
+    for name in names & set(catalog.tables):
+        entry = catalog.entry(name)
+        if entry.files:
+            size = sum(f["size"] for f in entry.files)
+        else:
+            path = catalog.data_path(name)
+            if str(path) not in _TABLE_BYTES:
+                _TABLE_BYTES[str(path)] = path.size()
+            size = _TABLE_BYTES[str(path)]
+        largest = max(largest, size)
+    return largest
 
 
 def threshold(spark) -> int:
@@ -98,12 +119,23 @@ def _scanned_relation(side):
     return side if side.getClass().getSimpleName() == "LogicalRelation" else None
 
 
+def _join_type(join) -> str:
+    """``Inner``, ``LeftSemi``, ... (``ExistenceJoin`` without its attribute)."""
+    return str(join.joinType().toString()).split("(")[0]
+
+
+def _table_columns(relation) -> str:
+    """A relation's own columns (what tells the tables apart), sorted, ``;``-separated."""
+    return ";".join(sorted(n.lower() for n, _ in _names(relation.output()) if not _is_id_column(n)
+                           and n != "_metadata"))
+
+
 def _join_sides(plan) -> Iterator[tuple[Any, str, Any]]:
     """``(join, "left"|"right", side)`` for every side Spark may broadcast."""
     for node in _nodes(plan):
         if node.getClass().getSimpleName() != "Join":
             continue
-        join_type = str(node.joinType().toString()).split("(")[0]
+        join_type = _join_type(node)
         if join_type in _BUILDS_LEFT:
             yield node, "left", node.left()
         if join_type in _BUILDS_RIGHT:
@@ -120,8 +152,7 @@ def widened_scans(plan, limit: int) -> list[WidenedScan]:
         estimate, plain_estimate = size_without_lineage(side)
         if plain_estimate <= limit < estimate:
             found.append(WidenedScan(
-                frozenset(n.lower() for n, _ in _names(relation.output()) if not _is_id_column(n)
-                          and n != "_metadata"),
+                frozenset(_table_columns(relation).split(";")),
                 frozenset(n.lower() for n, _ in _names(side.output()) if not _is_id_column(n)),
             ))
     return found
@@ -226,28 +257,28 @@ def join_shape(plan) -> list[tuple[str, ...]]:
     """The joins of a plan, in order, each as its type and the tables under each side (by
     their columns): what a hint must leave as it was."""
     def tables(node) -> str:
-        return ",".join(sorted(
-            ";".join(sorted(n for n, _ in _names(leaf.output()) if not _is_id_column(n) and n != "_metadata"))
-            for leaf in _nodes(node) if leaf.getClass().getSimpleName() == "LogicalRelation"))
+        return ",".join(sorted(_table_columns(leaf) for leaf in _nodes(node)
+                               if leaf.getClass().getSimpleName() == "LogicalRelation"))
 
-    return [(str(node.joinType().toString()).split("(")[0], tables(node.left()), tables(node.right()))
+    return [(_join_type(node), tables(node.left()), tables(node.right()))
             for node in _nodes(plan) if node.getClass().getSimpleName() == "Join"]
 
 
-def keep_broadcasts(frame, expression: exp.Expression, schemas: dict[str, dict[str, str]],
-                    largest_table_bytes: int, run: Callable[[str], Any]):
-    """``frame`` (``expression`` run), or the same query with broadcast hints where its lineage
-    columns alone keep Spark from broadcasting a side the plain query broadcasts."""
+def keep_broadcasts(frame, expression: exp.Expression, catalog, run: Callable[[str], Any]):
+    """``frame`` (``expression`` run over ``catalog``'s tables), or the same query with
+    broadcast hints where its lineage columns alone keep Spark from broadcasting a side the
+    plain query broadcasts."""
     jdf = getattr(frame, "_jdf", None)
     if jdf is None:  # Spark Connect: no plan to read
         return frame
     try:
         limit = threshold(frame.sparkSession)
-        if limit <= 0 or largest_table_bytes <= limit:
+        read = {table.name.lower() for table in expression.find_all(exp.Table)}
+        if limit <= 0 or largest_table_bytes(catalog, read) <= limit:
             return frame
         plan = jdf.queryExecution().optimizedPlan()
         scans = widened_scans(plan, limit)
-        hinted = with_broadcast_hints(expression, scans, schemas) if scans else None
+        hinted = with_broadcast_hints(expression, scans, catalog.schemas()) if scans else None
         if hinted is None:
             return frame
         hinted_frame = run(hinted.sql(dialect="spark"))

@@ -21,7 +21,6 @@ from dltrace.views import ViewStore, inline
 
 DEFAULT_CATALOG = ".dltrace"
 _VIEW_PATHS: dict[tuple[int, str], str] = {}  # (Spark session, view name) -> the Parquet it reads
-_TABLE_BYTES: dict[str, int] = {}  # a copied table version's Parquet -> its bytes (written once, never changed)
 
 
 def catalog_dir(catalog: str | os.PathLike | None) -> str | os.PathLike:
@@ -307,28 +306,11 @@ class LineageSession:
         """``query`` (views inlined) with row lineage, remembered for ``save`` and
         ``shared_lineage`` (``references``: as a saved step stores it)."""
         expression = self.lineage_expression(query, semantics, repr, id_source, references=references)
-        frame = keep_broadcasts(self.run(expression.sql(dialect="spark")), expression, self.catalog.schemas(),
-                                self._largest_table_bytes(names_read(query)), self.run)
+        frame = keep_broadcasts(self.run(expression.sql(dialect="spark")), expression, self.catalog, self.run)
         frame = with_spark_names(self, query, frame)
         self._queries[frame] = MadeBy(query, semantics, repr, None, expression.meta.get(rewriter.DISJOINT_ROWS, False),
                                       expression.meta.get(rewriter.SHARED))
         return frame
-
-    def _largest_table_bytes(self, names: set[str]) -> int:
-        """The bytes of the largest of the catalog's tables among ``names`` (their files: in
-        place, as recorded; copied, as listed once per data version)."""
-        largest = 0
-        for name in names & set(self.catalog.tables):
-            entry = self.catalog.entry(name)
-            if entry.files:
-                size = sum(f["size"] for f in entry.files)
-            else:
-                path = str(self.catalog.data_path(name))
-                if path not in _TABLE_BYTES:
-                    _TABLE_BYTES[path] = self.catalog.data_path(name).size()
-                size = _TABLE_BYTES[path]
-            largest = max(largest, size)
-        return largest
 
     def shared_lineage(self, frame):
         """``frame`` (a result of ``sql`` or ``result``) with the lineage its rows share held

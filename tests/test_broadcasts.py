@@ -85,7 +85,7 @@ def test_the_rewriters_output_keeps_its_conditions_and_drops_true():
 
 def test_spark_connect_frames_run_as_written():
     frame = object()  # a Connect DataFrame has no JVM plan
-    assert keep_broadcasts(frame, sqlglot.parse_one("SELECT 1"), {}, 10**12, lambda text: None) is frame
+    assert keep_broadcasts(frame, sqlglot.parse_one("SELECT 1"), None, lambda text: None) is frame
 
 
 def broadcast_scans(frame) -> str:
