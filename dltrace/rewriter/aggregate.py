@@ -206,15 +206,21 @@ def grouped_by_row_id(select: exp.Select, context: RewriteContext) -> frozenset[
 def expected_group_lineage(select: exp.Select, context: RewriteContext) -> float | None:
     """A rough number of ids per group, from catalog statistics (None when unknown).
 
-    The input is taken as the largest table read; a global aggregate is one group, a GROUP
-    BY on the key of a table has as many groups as that table has rows, and any other
-    grouping √input groups (unknown cardinality, between one group and one per row).
+    The input is taken as the largest table read, after the WHERE conditions that compare
+    one of its columns with constants (``filter_selectivity``); a global aggregate is one
+    group, a GROUP BY on the key of a table has as many groups as that table has rows, and
+    any other grouping √input groups (unknown cardinality, between one group and one per
+    row).
     """
     if not context.table_rows:
         return None
     tables = [t for source in sources(select) for t in source.find_all(exp.Table)]
     rows = {t.name.lower(): context.table_rows.get(t.name.lower(), 0) for t in tables}
-    read = max(rows.values(), default=0)
+    selectivity = filter_selectivity(select)
+    filtered = [
+        rows[t.name.lower()] * selectivity.get(t.alias_or_name, 1.0) for t in tables if t.parent_select is select
+    ]
+    read = max([*filtered, *(rows[t.name.lower()] for t in tables if t.parent_select is not select)], default=0)
     if not read:
         return None
     group = select.args.get("group")
@@ -226,3 +232,50 @@ def expected_group_lineage(select: exp.Select, context: RewriteContext) -> float
         if key and set(key) <= grouped:
             return read / max(rows[table], 1)
     return read**0.5
+
+
+# Without column statistics, the fraction of rows a condition keeps, as System R assumed
+# (Selinger et al. 1979): equality 1/10, a range bound 1/3, BETWEEN 1/4; LIKE as equality.
+EQUALITY_SELECTIVITY, BOUND_SELECTIVITY, BETWEEN_SELECTIVITY = 1 / 10, 1 / 3, 1 / 4
+
+
+def filter_selectivity(select: exp.Select) -> dict[str, float]:
+    """Per table alias, the fraction of its rows the WHERE conjuncts that compare one of its
+    columns with constants keep (an alias absent keeps all).
+
+    ``auto`` chooses a representation by a group's size, and a global aggregate over a
+    filtered fact table (TPC-H Q6: 1.1M of lineitem's 60M rows at SF 10) is far smaller
+    than the table: taken whole, it crossed the roBDD threshold and ran 1.9x the plain
+    query where native sets run 1.3x.  Conditions on a column and a subquery, on two
+    tables' columns, and disjunctions are taken to keep every row.
+    """
+    where = select.args.get("where")
+    kept: dict[str, float] = {}
+    for condition in where.this.flatten() if isinstance(where and where.this, exp.And) else [where and where.this]:
+        columns = list(condition.find_all(exp.Column)) if condition is not None else []
+        if len({c.table for c in columns}) != 1 or condition.find(exp.Subquery, exp.Select):
+            continue
+        fraction = _kept_by(condition)
+        if fraction is not None:
+            kept[columns[0].table] = kept.get(columns[0].table, 1.0) * fraction
+    return kept
+
+
+def _kept_by(condition: exp.Expression) -> float | None:
+    """The fraction of rows a comparison of one column with constants keeps, or None."""
+    if isinstance(condition, exp.Between):
+        column, bounds = condition.this, [condition.args.get("low"), condition.args.get("high")]
+        fraction = BETWEEN_SELECTIVITY
+    elif isinstance(condition, exp.In) and not condition.args.get("query"):
+        column, bounds = condition.this, condition.expressions
+        fraction = min(len(bounds) * EQUALITY_SELECTIVITY, 0.5)
+    elif isinstance(condition, (exp.EQ, exp.Like)):
+        column, bounds, fraction = condition.this, [condition.expression], EQUALITY_SELECTIVITY
+    elif isinstance(condition, (exp.GT, exp.GTE, exp.LT, exp.LTE)):
+        column, bounds, fraction = condition.this, [condition.expression], BOUND_SELECTIVITY
+        if not isinstance(column, exp.Column):
+            column, bounds = condition.expression, [condition.this]
+    else:
+        return None
+    constant = all(b is not None and not b.find(exp.Column) for b in bounds)
+    return fraction if isinstance(column, exp.Column) and constant else None
