@@ -18,7 +18,7 @@ from sqlglot import exp
 
 from dltrace.catalog import ID_COLUMN
 from dltrace.rewriter.base_table import is_catalog_table
-from dltrace.rewriter.clauses import sources
+from dltrace.rewriter.clauses import conjuncts, sources
 from dltrace.rewriter.context import RewriteContext
 from dltrace.rewriter.keys import pinned_sources
 from dltrace.rewriter.representation import call
@@ -206,42 +206,43 @@ def grouped_by_row_id(select: exp.Select, context: RewriteContext) -> frozenset[
 def expected_group_lineage(select: exp.Select, context: RewriteContext) -> float | None:
     """A rough number of ids per group, from catalog statistics (None when unknown).
 
-    The input is taken as the largest table read, after the WHERE conditions that compare
-    one of its columns with constants (``filter_selectivity``); a global aggregate is one
-    group, a GROUP BY on the key of a table has as many groups as that table has rows, and
-    any other grouping √input groups (unknown cardinality, between one group and one per
-    row).
+    Each table read counts its rows after the WHERE conditions of the SELECT that reads it
+    (``filter_selectivity``), and the input is taken as the largest; a global aggregate is
+    one group, a GROUP BY on the key of a table has as many groups as that table has rows
+    left, and any other grouping √input groups (unknown cardinality, between one group and
+    one per row).
     """
     if not context.table_rows:
         return None
     tables = [t for source in sources(select) for t in source.find_all(exp.Table)]
-    rows = {t.name.lower(): context.table_rows.get(t.name.lower(), 0) for t in tables}
-    selectivity = filter_selectivity(select)
     filtered = [
-        rows[t.name.lower()] * selectivity.get(t.alias_or_name, 1.0) for t in tables if t.parent_select is select
+        (t, context.table_rows.get(t.name.lower(), 0) * filter_selectivity(t.parent_select).get(t.alias_or_name, 1.0))
+        for t in tables
     ]
-    read = max([*filtered, *(rows[t.name.lower()] for t in tables if t.parent_select is not select)], default=0)
+    read = max((rows for _, rows in filtered), default=0)
     if not read:
         return None
     group = select.args.get("group")
     if not group:
         return float(read)
     grouped = {c.name.lower() for c in group.find_all(exp.Column)}
-    for table in rows:
-        key = [k.lower() for k in (context.table_keys or {}).get(table) or []]
+    for table, rows in filtered:
+        key = [k.lower() for k in (context.table_keys or {}).get(table.name.lower()) or []]
         if key and set(key) <= grouped:
-            return read / max(rows[table], 1)
+            return read / max(rows, 1)
     return read**0.5
 
 
 # Without column statistics, the fraction of rows a condition keeps, as System R assumed
-# (Selinger et al. 1979): equality 1/10, a range bound 1/3, BETWEEN 1/4; LIKE as equality.
+# (Selinger et al. 1979): equality 1/10 (an IN list 1/10 a value, at most 1/2), a range bound
+# 1/3, BETWEEN 1/4; LIKE as equality.
 EQUALITY_SELECTIVITY, BOUND_SELECTIVITY, BETWEEN_SELECTIVITY = 1 / 10, 1 / 3, 1 / 4
+RANGE_BOUNDS = (exp.GT, exp.GTE, exp.LT, exp.LTE)
 
 
-def filter_selectivity(select: exp.Select) -> dict[str, float]:
-    """Per table alias, the fraction of its rows the WHERE conjuncts that compare one of its
-    columns with constants keep (an alias absent keeps all).
+def filter_selectivity(select: exp.Select | None) -> dict[str, float]:
+    """Per table alias, the fraction of its rows kept by the WHERE conjuncts of ``select``
+    that compare one of its columns with constants (an alias absent keeps all).
 
     ``auto`` chooses a representation by a group's size, and a global aggregate over a
     filtered fact table (TPC-H Q6: 1.1M of lineitem's 60M rows at SF 10) is far smaller
@@ -249,10 +250,9 @@ def filter_selectivity(select: exp.Select) -> dict[str, float]:
     query where native sets run 1.3x.  Conditions on a column and a subquery, on two
     tables' columns, and disjunctions are taken to keep every row.
     """
-    where = select.args.get("where")
     kept: dict[str, float] = {}
-    for condition in where.this.flatten() if isinstance(where and where.this, exp.And) else [where and where.this]:
-        columns = list(condition.find_all(exp.Column)) if condition is not None else []
+    for condition in _and_parts(select.args.get("where") if select else None):
+        columns = list(condition.find_all(exp.Column))
         if len({c.table for c in columns}) != 1 or condition.find(exp.Subquery, exp.Select):
             continue
         fraction = _kept_by(condition)
@@ -261,21 +261,29 @@ def filter_selectivity(select: exp.Select) -> dict[str, float]:
     return kept
 
 
+def _and_parts(condition: exp.Expression | None) -> list[exp.Expression]:
+    """The AND-ed parts of a condition, through parentheses."""
+    parts = []
+    for part in conjuncts(condition):
+        part = part.unnest()
+        parts.extend(_and_parts(part) if isinstance(part, exp.And) else [part])
+    return parts
+
+
 def _kept_by(condition: exp.Expression) -> float | None:
     """The fraction of rows a comparison of one column with constants keeps, or None."""
     if isinstance(condition, exp.Between):
-        column, bounds = condition.this, [condition.args.get("low"), condition.args.get("high")]
+        column, bounds = condition.this, [condition.args["low"], condition.args["high"]]
         fraction = BETWEEN_SELECTIVITY
-    elif isinstance(condition, exp.In) and not condition.args.get("query"):
+    elif isinstance(condition, exp.In):
         column, bounds = condition.this, condition.expressions
         fraction = min(len(bounds) * EQUALITY_SELECTIVITY, 0.5)
-    elif isinstance(condition, (exp.EQ, exp.Like)):
-        column, bounds, fraction = condition.this, [condition.expression], EQUALITY_SELECTIVITY
-    elif isinstance(condition, (exp.GT, exp.GTE, exp.LT, exp.LTE)):
-        column, bounds, fraction = condition.this, [condition.expression], BOUND_SELECTIVITY
-        if not isinstance(column, exp.Column):
+    elif isinstance(condition, (exp.EQ, exp.Like, *RANGE_BOUNDS)):
+        column, bounds = condition.this, [condition.expression]
+        if not isinstance(column, exp.Column) and not isinstance(condition, exp.Like):  # 1 = x, 1 < x
             column, bounds = condition.expression, [condition.this]
+        fraction = BOUND_SELECTIVITY if isinstance(condition, RANGE_BOUNDS) else EQUALITY_SELECTIVITY
     else:
         return None
-    constant = all(b is not None and not b.find(exp.Column) for b in bounds)
+    constant = bool(bounds) and not any(b.find(exp.Column) for b in bounds)
     return fraction if isinstance(column, exp.Column) and constant else None
