@@ -253,3 +253,30 @@ def test_grouping_by_a_key_and_what_it_pins_groups_by_the_key_alone(paper):
     assert "GROUP BY d.s_id, d.s_name" in paper.rewrite(windowed)
     query = CONSTRUCTS["group_by_key_ordered"]
     assert [r[:-1] for r in paper.sql(query).collect()] == [tuple(r) for r in paper.sql(query, lineage=False).collect()]
+
+
+def test_surviving_groups_keep_a_null_group(spark, tmp_path):
+    """A NULL key is a group: the copy of a grouped IN subquery, restricted to the groups
+    HAVING keeps (``surviving_groups``, whose keys are matched by ``=`` and NULL keys kept
+    apart), has the rows of the NULL group when HAVING keeps it, as without the rule."""
+    from dltrace import LineageSession, rewriter
+    from dltrace.engine import rewrite_over_catalog
+    from dltrace.ids import make_id
+
+    source = tmp_path / "t.csv"
+    source.write_text("id,g,v\n1,,5\n2,,6\n3,1,7\n4,1,1\n5,2,9\n")
+    session = LineageSession(tmp_path / "catalog", spark=spark)
+    session.register("t", source, key=["id"], order_by=["id"])
+    query = "select id from t where g in (select g from t group by g having sum(v) > 8)"
+
+    def lineage(*without: str) -> list:
+        expression = rewrite_over_catalog(rewriter.parse(query), session.catalog.tables, session.schemas({}), {},
+                                          rules=rewriter.without(*without))
+        sql = expression.sql(dialect="spark")
+        assert ("UNION ALL" in sql) == (not without)
+        return sorted((row.id, sorted(row.DL)) for row in session.run(sql).collect())
+
+    rows = lineage()
+    assert rows == lineage("surviving_groups")
+    null_group = {make_id(session.catalog.tables["t"].code, row) for row in (0, 1)}  # ids 1 and 2
+    assert [i for i, _ in rows] == [5] and null_group <= set(rows[0][1])
