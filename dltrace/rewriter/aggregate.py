@@ -215,8 +215,10 @@ def expected_group_lineage(select: exp.Select, context: RewriteContext) -> float
     if not context.table_rows:
         return None
     tables = [t for source in sources(select) for t in source.find_all(exp.Table)]
+    reading = {id(t.parent_select): t.parent_select for t in tables}  # this SELECT, derived tables'
+    kept = {key: filter_selectivity(reader) for key, reader in reading.items()}
     filtered = [
-        (t, context.table_rows.get(t.name.lower(), 0) * filter_selectivity(t.parent_select).get(t.alias_or_name, 1.0))
+        (t, context.table_rows.get(t.name.lower(), 0) * kept[id(t.parent_select)].get(t.alias_or_name, 1.0))
         for t in tables
     ]
     read = max((rows for _, rows in filtered), default=0)

@@ -47,8 +47,8 @@ def surviving_groups(query: exp.Expression, context: RewriteContext) -> exp.Expr
     table = _only_table(query)
     if table is None:
         return query.where(_survivors(keys, group.expressions, exp.NullSafeEQ), copy=False)
-    present = [exp.Not(this=exp.Is(this=g.copy(), expression=exp.Null())) for g in group.expressions]
     missing = [exp.Is(this=g.copy(), expression=exp.Null()) for g in group.expressions]
+    present = [exp.Not(this=m.copy()) for m in missing]
     branches = [
         _rows_of(table, query, exp.and_(*present, _survivors(keys, group.expressions, exp.EQ)), context),
         _rows_of(table, query, exp.or_(*missing), context),
