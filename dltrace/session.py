@@ -15,7 +15,7 @@ from dltrace.plain import plain_sql, with_spark_aliases, with_spark_names
 from dltrace.results import DL, ROW, ResultStore, SavedResult, names_read
 from dltrace.rewriter.base_table import tagged_row_ids
 from dltrace.rewriter.saved_result import LINEAGE_COLUMN, ROW_COLUMN, shared_view
-from dltrace.spark import get_spark
+from dltrace.spark import SORTED_AGGREGATES, get_spark, session_conf
 from dltrace.table_data import check_unchanged, rows_sql, table_rows
 from dltrace.views import ViewStore, inline
 
@@ -45,6 +45,7 @@ class MadeBy(NamedTuple):
     lineage_on: granularity.LineageOnArgument
     disjoint: bool  # no id in two rows' DLs: a saved result remembers it for queries reading it
     shared: rewriter.SharedLineage | None  # the lineage with the sets all rows share held apart
+    many_groups: bool  # its outermost aggregate is expected to have many groups: a save sorts them
 
 
 class LineageSession:
@@ -298,7 +299,7 @@ class LineageSession:
         frame = self.run(text)
         if lineage:
             frame = with_spark_names(self, query, frame)
-            self._queries[frame] = MadeBy(query, semantics, repr, lineage_on, False, None)
+            self._queries[frame] = MadeBy(query, semantics, repr, lineage_on, False, None, False)
         return frame
 
     def _row_lineage(self, query: str, semantics: str, repr: str, id_source: rewriter.IdSource | None = None,
@@ -308,8 +309,9 @@ class LineageSession:
         expression = self.lineage_expression(query, semantics, repr, id_source, references=references)
         frame = keep_broadcasts(self.run(expression.sql(dialect="spark")), expression, self.catalog, self.run)
         frame = with_spark_names(self, query, frame)
-        self._queries[frame] = MadeBy(query, semantics, repr, None, expression.meta.get(rewriter.DISJOINT_ROWS, False),
-                                      expression.meta.get(rewriter.SHARED))
+        meta = expression.meta
+        self._queries[frame] = MadeBy(query, semantics, repr, None, meta.get(rewriter.DISJOINT_ROWS, False),
+                                      meta.get(rewriter.SHARED), meta.get(rewriter.MANY_GROUPS, False))
         return frame
 
     def shared_lineage(self, frame):
@@ -454,8 +456,10 @@ class LineageSession:
         if sets:
             disjoint = bool(made_by and made_by.shared and made_by.shared.disjoint)
         disjoint = disjoint and named_rows_disjoint
-        return self.store.save(rows, name, query, semantics, repr, index, disjoint_rows=disjoint, shared_sets=sets,
-                               references=references, named=read if references else None)
+        many_groups = frame in self._queries and self._queries[frame].many_groups
+        with session_conf(self.spark, SORTED_AGGREGATES if many_groups else {}):
+            return self.store.save(rows, name, query, semantics, repr, index, disjoint_rows=disjoint,
+                                   shared_sets=sets, references=references, named=read if references else None)
 
     # Pipelines (dltrace/pipeline.py): steps saved as results, views, scripts.
 

@@ -123,6 +123,11 @@ def get_spark(master: str | None = None, conf: dict[str, str] | None = None):
     return _session
 
 
+# Spark's sort aggregate in place of its object hash aggregate, for a query whose groups are
+# many (dltrace.rewriter.aggregate.MANY_GROUPS_FROM): a save plans its write under it
+SORTED_AGGREGATES = {"spark.sql.execution.useObjectHashAggregateExec": "false"}
+
+
 @contextmanager
 def session_conf(spark, settings: dict[str, str]) -> Iterator[None]:
     """``settings`` in force in ``spark``'s SQL conf for the ``with`` block, earlier values back after."""

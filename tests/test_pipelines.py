@@ -23,7 +23,7 @@ from dltrace.errors import BadInput, DltraceError
 from dltrace.formatting import lineage_ids
 from dltrace.ids import split_id
 from dltrace.impact import ImpactWarning
-from dltrace.results import NUMBERING_CONF
+from dltrace.results import NUMBERING_CONF, ResultStore
 from dltrace.spark import session_conf
 from tests.conftest import tpch_copy
 from tests.oracle import DuckOracle, check_completeness
@@ -161,6 +161,37 @@ def test_rows_over_several_partitions_are_numbered_in_result_order(pipelines):
     assert [r._row for r in rows] == list(range(len(rows)))
     assert [(r.o_totalprice, r.o_orderkey) for r in rows] == sorted(((r.o_totalprice, r.o_orderkey) for r in rows),
                                                                     key=lambda v: (-v[0], v[1]))
+
+
+def test_a_step_with_many_groups_is_saved_by_sorted_aggregates(pipelines, monkeypatch):
+    """A step whose groups are many (one per customer) writes its rows with Spark's sort
+    aggregate, and saves the DLs the query computes with its object hash aggregate; a step
+    of few groups keeps the hash aggregate."""
+    from importlib import import_module
+
+    from dltrace.spark import SORTED_AGGREGATES
+
+    aggregate_rule = import_module("dltrace.rewriter.aggregate")  # the package's `aggregate` is the rule
+    monkeypatch.setattr(aggregate_rule, "MANY_GROUPS_FROM", 500)  # SF 0.01 has 1,500 customers
+    (setting,) = SORTED_AGGREGATES
+    in_force = {}
+    store_save = ResultStore.save
+
+    def save(store, rows, name, *args, **kwargs):
+        in_force[name] = pipelines.spark.conf.get(setting, None)
+        return store_save(store, rows, name, *args, **kwargs)
+
+    monkeypatch.setattr(ResultStore, "save", save)
+    per_customer = ("select c_custkey, c_nationkey, sum(l_extendedprice) as revenue from customer "
+                    "join orders on c_custkey = o_custkey join lineitem on l_orderkey = o_orderkey "
+                    "group by c_custkey, c_nationkey")
+    per_nation = "select c_nationkey, sum(revenue) as revenue from sorted_custrev group by c_nationkey"
+    pipelines.run_script(f"create or replace table sorted_custrev as {per_customer};\n"
+                         f"create or replace table sorted_natrev as {per_nation};")
+    assert in_force == {"sorted_custrev": SORTED_AGGREGATES[setting], "sorted_natrev": None}
+    assert pipelines.spark.conf.get(setting, None) is None  # the save's setting is gone
+    saved = pipelines.result("sorted_custrev").drop("_row").collect()
+    assert len(saved) > 500 and bag(saved) == bag(pipelines.sql(per_customer).collect())
 
 
 def test_a_step_is_disjoint_when_each_rows_group_is_pinned_by_keys():

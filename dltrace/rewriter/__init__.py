@@ -38,7 +38,7 @@ from sqlglot.optimizer.scope import traverse_scope
 from dltrace.errors import BadInput
 from dltrace.rewriter.aggregate import aggregate
 from dltrace.rewriter.base_table import number_instances
-from dltrace.rewriter.context import DISJOINT_ROWS, SHARED, IdSource, RewriteContext
+from dltrace.rewriter.context import DISJOINT_ROWS, MANY_GROUPS, SHARED, IdSource, RewriteContext
 from dltrace.rewriter.distinct import distinct
 from dltrace.rewriter.distinct_count import distinct_count
 from dltrace.rewriter.distinct_set_operations import distinct_set_operations
@@ -130,6 +130,7 @@ PAPER_CODES = {"store": 1, "item": 2, "sales": 3}
 __all__ = [
     "DISJOINT_ROWS",
     "DL",
+    "MANY_GROUPS",
     "SHARED",
     "SharedLineage",
     "IdSource",
@@ -168,7 +169,9 @@ def rewrite(
     names the saved results the query may read, with what their lineage holds (``schemas``
     has their columns).  The result's ``meta[DISJOINT_ROWS]`` says whether no id is in the
     DLs of two of its rows; ``meta[SHARED]`` (a ``SharedLineage``), when set, is the same
-    result with the lineage all its rows share held apart.  ``rules``: the phases to run.
+    result with the lineage all its rows share held apart; ``meta[MANY_GROUPS]`` whether its
+    outermost aggregate is expected to have many groups (Spark sorts them better than it
+    hashes them).  ``rules``: the phases to run.
     """
     if semantics not in SEMANTICS:
         raise BadInput(f"unknown semantics '{semantics}': use control or data")

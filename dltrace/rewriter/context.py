@@ -33,8 +33,8 @@ prepared and read later:
   (set by ``subquery_copies`` and ``distinct_set_operations``); ``COPY_OF``: the same
   number on a subquery and its copy, within their SELECT (``subquery_copies``, read by
   ``grouped_value_join``);
-* ``DISJOINT_ROWS`` and ``SHARED`` (the rewritten query ``rewrite`` returns): what callers
-  learn of its lineage (``output``).
+* ``DISJOINT_ROWS``, ``SHARED`` and ``MANY_GROUPS`` (the rewritten query ``rewrite``
+  returns): what callers learn of its lineage and its grouping (``output``).
 """
 
 from __future__ import annotations
@@ -57,6 +57,7 @@ WHOLE_INPUT = "dl_whole_input"  # EXCEPT's control lineage: all rows of the righ
 COPY_OF = "dl_copy_of"  # an expression subquery and its lineage copy: the same number
 DISJOINT_ROWS = "dl_disjoint_rows"  # on the result: no id is in the DLs of two rows
 SHARED = "dl_shared"  # on the result: its lineage with the sets all rows share apart (SharedLineage)
+MANY_GROUPS = "dl_many_groups"  # on the result: its outermost aggregate is expected to have many groups
 
 
 # Where a table occurrence's lineage ids come from: ``(id expression, nullable)`` over the

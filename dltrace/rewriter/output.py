@@ -36,8 +36,9 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
+from dltrace.rewriter.aggregate import has_many_groups
 from dltrace.rewriter.clauses import sources
-from dltrace.rewriter.context import DISJOINT_ROWS, SHARED, RewriteContext, ScopeLineage
+from dltrace.rewriter.context import DISJOINT_ROWS, MANY_GROUPS, SHARED, RewriteContext, ScopeLineage
 from dltrace.rewriter.projection import is_symbolic
 from dltrace.rewriter.representation import computed_in_python, computed_once
 from dltrace.rewriter.set_operation import replace_lineage_columns, set_lineage_columns
@@ -83,8 +84,10 @@ def output(expression: exp.Expression, context: RewriteContext) -> exp.Expressio
         split = SharedLineage(
             _with_dl(expression.copy(), lineage, context, own), tuple(sets), disjoint_rows([t for t in terms if own(t)])
         )
+    many_groups = has_many_groups(query, context)
     expression = _with_dl(expression, lineage, context, lambda term: True)
     expression.meta[DISJOINT_ROWS] = disjoint_rows(terms)
+    expression.meta[MANY_GROUPS] = many_groups
     if split is not None:
         expression.meta[SHARED] = split
     return expression
