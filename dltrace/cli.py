@@ -205,6 +205,11 @@ def run(args: argparse.Namespace) -> int:
 
 def print_rows(session, frame, args: argparse.Namespace, limit: int | None, granules: GranuleDecoder | None) -> None:
     """A query's rows with lineage on stdout, as ``--format`` says."""
+    with session.executing(frame):
+        write_rows(session, frame, args, limit, granules)
+
+
+def write_rows(session, frame, args: argparse.Namespace, limit: int | None, granules: GranuleDecoder | None) -> None:
     columns = frame.columns
     if args.format == "table":
         rows = table_rows(session, frame, limit + 1)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import NamedTuple
 
 from dltrace import granularity, rewriter
@@ -314,6 +316,18 @@ class LineageSession:
                                       meta.get(rewriter.SHARED), meta.get(rewriter.MANY_GROUPS, False))
         return frame
 
+    @contextmanager
+    def executing(self, frame) -> Iterator[None]:
+        """Spark settings for dltrace's own actions on ``frame`` (a result of ``sql``): a save,
+        the CLI's output.  A query whose outermost aggregate has many groups
+        (``rewriter.MANY_GROUPS``) is planned with Spark's sort aggregate: Spark's object hash
+        aggregate, which collects ids, keeps 128 groups per task in a hash map and then sorts
+        the rest anyway.  Spark reads the setting when it plans, so a DataFrame run by the
+        caller's own action keeps Spark's default."""
+        made_by = self._queries.get(frame)
+        with session_conf(self.spark, SORTED_AGGREGATES if made_by and made_by.many_groups else {}):
+            yield
+
     def shared_lineage(self, frame):
         """``frame`` (a result of ``sql`` or ``result``) with the lineage its rows share held
         apart: ``(rows, sets)``, ``rows`` with each row's own ids in ``DL`` and ``sets`` a list
@@ -456,8 +470,7 @@ class LineageSession:
         if sets:
             disjoint = bool(made_by and made_by.shared and made_by.shared.disjoint)
         disjoint = disjoint and named_rows_disjoint
-        many_groups = frame in self._queries and self._queries[frame].many_groups
-        with session_conf(self.spark, SORTED_AGGREGATES if many_groups else {}):
+        with self.executing(frame):
             return self.store.save(rows, name, query, semantics, repr, index, disjoint_rows=disjoint,
                                    shared_sets=sets, references=references, named=read if references else None)
 

@@ -194,6 +194,35 @@ def test_a_step_with_many_groups_is_saved_by_sorted_aggregates(pipelines, monkey
     assert len(saved) > 500 and bag(saved) == bag(pipelines.sql(per_customer).collect())
 
 
+def test_the_cli_prints_rows_of_many_groups_by_sorted_aggregates(capsys, pipelines, monkeypatch):
+    """The CLI plans a query of many groups with Spark's sort aggregate too (its own action),
+    one of few groups with Spark's default."""
+    from importlib import import_module
+
+    from dltrace import cli as cli_module
+    from dltrace.spark import SORTED_AGGREGATES
+
+    monkeypatch.setattr(import_module("dltrace.rewriter.aggregate"), "MANY_GROUPS_FROM", 500)
+    (setting,) = SORTED_AGGREGATES
+    in_force = []
+    write_rows = cli_module.write_rows
+
+    def recording(session, frame, *args):
+        in_force.append(session.spark.conf.get(setting, None))
+        return write_rows(session, frame, *args)
+
+    monkeypatch.setattr(cli_module, "write_rows", recording)
+    catalog = str(pipelines.catalog.directory)
+    per_customer = ("select c_custkey, count(*) as n from customer join orders on c_custkey = o_custkey "
+                    "group by c_custkey")
+    code, out, _ = cli(capsys, "sql", per_customer, "--catalog", catalog, "--format", "json", "--limit", "3")
+    assert code == 0 and len(out.splitlines()) == 3
+    code, _, _ = cli(capsys, "sql", "select c_nationkey, count(*) as n from customer group by c_nationkey",
+                     "--catalog", catalog)
+    assert code == 0 and in_force == [SORTED_AGGREGATES[setting], None]
+    assert pipelines.spark.conf.get(setting, None) is None
+
+
 def test_a_step_is_disjoint_when_each_rows_group_is_pinned_by_keys():
     """Lineitems grouped by their customer: each order's and lineitem's row pins the group (by
     key equalities), so no id is in two rows' DLs, and a step reading them needs no
