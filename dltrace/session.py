@@ -47,7 +47,7 @@ class MadeBy(NamedTuple):
     lineage_on: granularity.LineageOnArgument
     disjoint: bool  # no id in two rows' DLs: a saved result remembers it for queries reading it
     shared: rewriter.SharedLineage | None  # the lineage with the sets all rows share held apart
-    many_groups: bool  # its outermost aggregate is expected to have many groups: a save sorts them
+    many_groups: bool  # its outermost SELECT groups by a key into many groups: ``executing`` sorts them
 
 
 class LineageSession:

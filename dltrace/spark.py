@@ -124,7 +124,8 @@ def get_spark(master: str | None = None, conf: dict[str, str] | None = None):
 
 
 # Spark's sort aggregate in place of its object hash aggregate, for a query whose groups are
-# many (dltrace.rewriter.aggregate.MANY_GROUPS_FROM): a save plans its write under it
+# many (dltrace.rewriter.aggregate.MANY_GROUPS_FROM): dltrace's own actions on it (a save, the
+# CLI's output) are planned under it (LineageSession.executing)
 SORTED_AGGREGATES = {"spark.sql.execution.useObjectHashAggregateExec": "false"}
 
 

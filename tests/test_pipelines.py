@@ -164,9 +164,9 @@ def test_rows_over_several_partitions_are_numbered_in_result_order(pipelines):
 
 
 def test_a_step_with_many_groups_is_saved_by_sorted_aggregates(pipelines, monkeypatch):
-    """A step whose groups are many (one per customer) writes its rows with Spark's sort
-    aggregate, and saves the DLs the query computes with its object hash aggregate; a step
-    of few groups keeps the hash aggregate."""
+    """A step that groups by a key into many groups (one per customer; one per order, over a
+    saved step) writes its rows with Spark's sort aggregate, and saves the DLs the query
+    computes with its object hash aggregate; a step of few groups keeps the hash aggregate."""
     from importlib import import_module
 
     from dltrace.spark import SORTED_AGGREGATES
@@ -186,12 +186,17 @@ def test_a_step_with_many_groups_is_saved_by_sorted_aggregates(pipelines, monkey
                     "join orders on c_custkey = o_custkey join lineitem on l_orderkey = o_orderkey "
                     "group by c_custkey, c_nationkey")
     per_nation = "select c_nationkey, sum(revenue) as revenue from sorted_custrev group by c_nationkey"
+    per_order = ("select o_orderkey, sum(revenue) as revenue from sorted_custrev join orders "
+                 "on c_custkey = o_custkey group by o_orderkey")  # planned again, naming sorted_custrev's rows
     pipelines.run_script(f"create or replace table sorted_custrev as {per_customer};\n"
-                         f"create or replace table sorted_natrev as {per_nation};")
-    assert in_force == {"sorted_custrev": SORTED_AGGREGATES[setting], "sorted_natrev": None}
+                         f"create or replace table sorted_natrev as {per_nation};\n"
+                         f"create or replace table sorted_ordrev as {per_order};")
+    sorted_ = SORTED_AGGREGATES[setting]
+    assert in_force == {"sorted_custrev": sorted_, "sorted_natrev": None, "sorted_ordrev": sorted_}
     assert pipelines.spark.conf.get(setting, None) is None  # the save's setting is gone
-    saved = pipelines.result("sorted_custrev").drop("_row").collect()
-    assert len(saved) > 500 and bag(saved) == bag(pipelines.sql(per_customer).collect())
+    for name, query in (("sorted_custrev", per_customer), ("sorted_ordrev", per_order)):
+        saved = pipelines.result(name).drop("_row").collect()
+        assert len(saved) > 500 and bag(saved) == bag(pipelines.sql(query).collect())
 
 
 def test_the_cli_prints_rows_of_many_groups_by_sorted_aggregates(capsys, pipelines, monkeypatch):

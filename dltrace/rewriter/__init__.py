@@ -170,8 +170,8 @@ def rewrite(
     has their columns).  The result's ``meta[DISJOINT_ROWS]`` says whether no id is in the
     DLs of two of its rows; ``meta[SHARED]`` (a ``SharedLineage``), when set, is the same
     result with the lineage all its rows share held apart; ``meta[MANY_GROUPS]`` whether its
-    outermost aggregate is expected to have many groups (Spark sorts them better than it
-    hashes them).  ``rules``: the phases to run.
+    outermost SELECT groups by a table's key into many groups (Spark sorts them better than
+    it hashes them).  ``rules``: the phases to run.
     """
     if semantics not in SEMANTICS:
         raise BadInput(f"unknown semantics '{semantics}': use control or data")

@@ -13,6 +13,7 @@ SELECT sales.s_id AS s_id, SUM(sales.num) AS n, SORT_ARRAY(COLLECT_LIST(sales._d
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import NamedTuple
 
 from sqlglot import exp
 
@@ -205,30 +206,41 @@ def grouped_by_row_id(select: exp.Select, context: RewriteContext) -> frozenset[
 
 # Spark aggregates a group's ids (collect_list, collect_set) with its object hash aggregate,
 # which keeps 128 groups of a task in a hash map and sorts the rest of its input
-# (spark.sql.objectHashAggregate.sortBased.fallbackThreshold).  With this many groups or
-# more, Spark's sort aggregate does the same work for less: a pipeline step of 100,000
-# customers' lineage saved in 4.71 s instead of 5.08 s (plain 3.1 s), TPC-H Q10 1.07x
-# instead of 1.30x; with few groups the hash map never spills and sorting is the loss
-# (Q1: 1.33x instead of 1.13x).  docs/performance.md, session 17.
+# (spark.sql.objectHashAggregate.sortBased.fallbackThreshold).  When a query groups by a
+# table's key into this many groups or more, Spark's sort aggregate does the same work for
+# less: a pipeline step of 99,866 customers' lineage saved in 4.71 s instead of 5.08 s
+# (plain query 2.8 s), TPC-H Q10 1.07x instead of 1.30x.  With few groups the hash map never
+# spills and sorting is the loss (Q1: 1.33x instead of 1.13x), so a grouping whose count is
+# only guessed (√input) never qualifies.  docs/performance.md, session 17.
 MANY_GROUPS_FROM = 10_000
 
 
+class GroupEstimate(NamedTuple):
+    """An aggregate's input rows and groups, from catalog statistics; ``by_key``: the groups
+    are a table's rows (a GROUP BY on its key), not a guess."""
+
+    read: float
+    groups: float
+    by_key: bool
+
+
 def has_many_groups(select: exp.Expression, context: RewriteContext) -> bool:
-    """True when ``select`` is an aggregate expected to have ``MANY_GROUPS_FROM`` groups or more."""
+    """True when ``select`` groups by a table's key into ``MANY_GROUPS_FROM`` groups or more."""
     if not isinstance(select, exp.Select) or not is_aggregate(select):
         return False
-    return (expected_groups(select, context) or 0) >= MANY_GROUPS_FROM
+    estimate = group_estimate(select, context)
+    return estimate is not None and estimate.by_key and estimate.groups >= MANY_GROUPS_FROM
 
 
 def expected_group_lineage(select: exp.Select, context: RewriteContext) -> float | None:
-    """A rough number of ids per group, from catalog statistics (None when unknown): the
-    rows read (``expected_groups``) over the groups."""
-    estimate = _read_and_groups(select, context)
-    return estimate[0] / estimate[1] if estimate else None
+    """A rough number of ids per group (``group_estimate``: rows read over groups), None
+    when unknown."""
+    estimate = group_estimate(select, context)
+    return estimate.read / estimate.groups if estimate else None
 
 
-def expected_groups(select: exp.Select, context: RewriteContext) -> float | None:
-    """A rough number of groups, from catalog statistics (None when unknown).
+def group_estimate(select: exp.Select, context: RewriteContext) -> GroupEstimate | None:
+    """A rough number of rows read and of groups, from catalog statistics (None when unknown).
 
     Each table read counts its rows after the WHERE conditions of the SELECT that reads it
     (``filter_selectivity``), and the input is taken as the largest; a global aggregate is
@@ -236,11 +248,6 @@ def expected_groups(select: exp.Select, context: RewriteContext) -> float | None
     left, and any other grouping √input groups (unknown cardinality, between one group and
     one per row).
     """
-    estimate = _read_and_groups(select, context)
-    return estimate[1] if estimate else None
-
-
-def _read_and_groups(select: exp.Select, context: RewriteContext) -> tuple[float, float] | None:
     if not context.table_rows:
         return None
     tables = [t for source in sources(select) for t in source.find_all(exp.Table)]
@@ -255,13 +262,13 @@ def _read_and_groups(select: exp.Select, context: RewriteContext) -> tuple[float
         return None
     group = select.args.get("group")
     if not group:
-        return float(read), 1.0
+        return GroupEstimate(float(read), 1.0, False)
     grouped = {c.name.lower() for c in group.find_all(exp.Column)}
     for table, rows in filtered:
         key = [k.lower() for k in (context.table_keys or {}).get(table.name.lower()) or []]
         if key and set(key) <= grouped:
-            return float(read), max(rows, 1)
-    return float(read), read**0.5
+            return GroupEstimate(float(read), float(max(rows, 1)), True)
+    return GroupEstimate(float(read), read**0.5, False)
 
 
 # Without column statistics, the fraction of rows a condition keeps, as System R assumed

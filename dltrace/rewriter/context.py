@@ -57,7 +57,7 @@ WHOLE_INPUT = "dl_whole_input"  # EXCEPT's control lineage: all rows of the righ
 COPY_OF = "dl_copy_of"  # an expression subquery and its lineage copy: the same number
 DISJOINT_ROWS = "dl_disjoint_rows"  # on the result: no id is in the DLs of two rows
 SHARED = "dl_shared"  # on the result: its lineage with the sets all rows share apart (SharedLineage)
-MANY_GROUPS = "dl_many_groups"  # on the result: its outermost aggregate is expected to have many groups
+MANY_GROUPS = "dl_many_groups"  # on the result: its outermost SELECT groups by a key into many groups
 
 
 # Where a table occurrence's lineage ids come from: ``(id expression, nullable)`` over the
