@@ -210,6 +210,7 @@ def print_rows(session, frame, args: argparse.Namespace, limit: int | None, gran
 
 
 def write_rows(session, frame, args: argparse.Namespace, limit: int | None, granules: GranuleDecoder | None) -> None:
+    """``print_rows``' work, every Spark action of it inside ``session.executing``."""
     columns = frame.columns
     if args.format == "table":
         rows = table_rows(session, frame, limit + 1)
