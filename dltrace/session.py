@@ -319,7 +319,7 @@ class LineageSession:
     @contextmanager
     def executing(self, frame) -> Iterator[None]:
         """Spark settings for dltrace's own actions on ``frame`` (a result of ``sql``): a save,
-        the CLI's output.  A query whose outermost aggregate has many groups
+        the CLI's output.  A query that groups by a table's key into many groups
         (``rewriter.MANY_GROUPS``) is planned with Spark's sort aggregate: Spark's object hash
         aggregate, which collects ids, keeps 128 groups per task in a hash map and then sorts
         the rest anyway.  Spark reads the setting when it plans, so a DataFrame run by the

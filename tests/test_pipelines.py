@@ -163,17 +163,25 @@ def test_rows_over_several_partitions_are_numbered_in_result_order(pipelines):
                                                                     key=lambda v: (-v[0], v[1]))
 
 
-def test_a_step_with_many_groups_is_saved_by_sorted_aggregates(pipelines, monkeypatch):
-    """A step that groups by a key into many groups (one per customer; one per order, over a
-    saved step) writes its rows with Spark's sort aggregate, and saves the DLs the query
-    computes with its object hash aggregate; a step of few groups keeps the hash aggregate."""
+@pytest.fixture()
+def sorted_aggregates(monkeypatch) -> tuple[str, str]:
+    """Many groups from 500 on (SF 0.01 has 1,500 customers); the setting ``executing`` makes
+    for them and its value."""
     from importlib import import_module
 
     from dltrace.spark import SORTED_AGGREGATES
 
     aggregate_rule = import_module("dltrace.rewriter.aggregate")  # the package's `aggregate` is the rule
-    monkeypatch.setattr(aggregate_rule, "MANY_GROUPS_FROM", 500)  # SF 0.01 has 1,500 customers
-    (setting,) = SORTED_AGGREGATES
+    monkeypatch.setattr(aggregate_rule, "MANY_GROUPS_FROM", 500)
+    ((setting, value),) = SORTED_AGGREGATES.items()
+    return setting, value
+
+
+def test_a_step_with_many_groups_is_saved_by_sorted_aggregates(pipelines, monkeypatch, sorted_aggregates):
+    """A step that groups by a key into many groups (one per customer; one per order, over a
+    saved step) writes its rows with Spark's sort aggregate, and saves the DLs the query
+    computes with its object hash aggregate; a step of few groups keeps the hash aggregate."""
+    setting, sorted_ = sorted_aggregates
     in_force = {}
     store_save = ResultStore.save
 
@@ -191,7 +199,6 @@ def test_a_step_with_many_groups_is_saved_by_sorted_aggregates(pipelines, monkey
     pipelines.run_script(f"create or replace table sorted_custrev as {per_customer};\n"
                          f"create or replace table sorted_natrev as {per_nation};\n"
                          f"create or replace table sorted_ordrev as {per_order};")
-    sorted_ = SORTED_AGGREGATES[setting]
     assert in_force == {"sorted_custrev": sorted_, "sorted_natrev": None, "sorted_ordrev": sorted_}
     assert pipelines.spark.conf.get(setting, None) is None  # the save's setting is gone
     for name, query in (("sorted_custrev", per_customer), ("sorted_ordrev", per_order)):
@@ -199,16 +206,12 @@ def test_a_step_with_many_groups_is_saved_by_sorted_aggregates(pipelines, monkey
         assert len(saved) > 500 and bag(saved) == bag(pipelines.sql(query).collect())
 
 
-def test_the_cli_prints_rows_of_many_groups_by_sorted_aggregates(capsys, pipelines, monkeypatch):
+def test_the_cli_prints_rows_of_many_groups_by_sorted_aggregates(capsys, pipelines, monkeypatch, sorted_aggregates):
     """The CLI plans a query of many groups with Spark's sort aggregate too (its own action),
     one of few groups with Spark's default."""
-    from importlib import import_module
-
     from dltrace import cli as cli_module
-    from dltrace.spark import SORTED_AGGREGATES
 
-    monkeypatch.setattr(import_module("dltrace.rewriter.aggregate"), "MANY_GROUPS_FROM", 500)
-    (setting,) = SORTED_AGGREGATES
+    setting, sorted_ = sorted_aggregates
     in_force = []
     write_rows = cli_module.write_rows
 
@@ -224,7 +227,7 @@ def test_the_cli_prints_rows_of_many_groups_by_sorted_aggregates(capsys, pipelin
     assert code == 0 and len(out.splitlines()) == 3
     code, _, _ = cli(capsys, "sql", "select c_nationkey, count(*) as n from customer group by c_nationkey",
                      "--catalog", catalog)
-    assert code == 0 and in_force == [SORTED_AGGREGATES[setting], None]
+    assert code == 0 and in_force == [sorted_, None]
     assert pipelines.spark.conf.get(setting, None) is None
 
 
