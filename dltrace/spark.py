@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import socket
 import subprocess
 import sys
@@ -52,9 +51,10 @@ DEFAULT_CONF = {
 
 def java_major_version() -> int | None:
     """The major version of the ``java`` Spark would start, or None when there is none."""
-    home = os.environ.get("JAVA_HOME")
-    java = str(Path(home) / "bin" / "java") if home else shutil.which("java")
-    if not java or not Path(java).exists():
+    from dltrace.udafs.native import java_executable
+
+    java = java_executable()
+    if java is None:
         return None
     try:
         out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
@@ -244,8 +244,17 @@ def _embedded(master: str, settings: dict[str, str]):
     from pyspark.java_gateway import launch_gateway
     from pyspark.sql import SparkSession
 
+    from dltrace.udafs import native
+
     check_java()
     check_standalone_master(master)
+    log_path = jvm_log_path()
+    jar, why_not = native.extension_jar(native.java_executable())
+    if jar is not None:
+        settings = native.session_settings(settings, jar)
+    else:
+        with open(log_path, "a") as log:
+            log.write(f"dltrace: running without its native id sets ({native.SOURCE.name}): {why_not}\n")
     # Python workers (the roBDD UDFs) must run this interpreter, with dltrace installed
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     log4j = Path(__file__).with_name("log4j2.properties")
@@ -253,7 +262,6 @@ def _embedded(master: str, settings: dict[str, str]):
     conf.set("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j} {JVM_OPTIONS}")
     for key, value in settings.items():
         conf.set(key, value)
-    log_path = jvm_log_path()
     with open(log_path, "ab") as log:
         start = log.tell()
         try:

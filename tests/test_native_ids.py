@@ -1,0 +1,107 @@
+"""dltrace's native id sets (``dltrace/udafs/native.py``): the test session loads them, they
+replace exactly ``sort_array(collect_list|collect_set(bigint))``, and every query's lineage is
+the same with them as with Spark's own ``collect_list``/``collect_set`` (the conf turned off in
+the same session).  Every other test runs with them, the DuckDB oracles included; the Spark
+Connect server of ``test_cluster`` runs without them and must give the embedded lineage."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from dltrace.formatting import lineage_ids
+from dltrace.spark import session_conf
+from dltrace.udafs import native
+from tests.test_constructs import CONSTRUCTS
+from tpch.queries import SPJ, TPCH, load
+
+OFF = {native.ENABLED: "false"}
+
+
+def lineage_bag(rows) -> Counter:
+    return Counter((tuple(str(v) for k, v in r.asDict().items() if k != "DL"), tuple(lineage_ids(r.DL))) for r in rows)
+
+
+def executed_plan(frame) -> str:
+    frame.collect()
+    return frame._jdf.queryExecution().executedPlan().toString()
+
+
+def test_the_session_loads_them_and_they_replace_sorted_collects(tpch) -> None:
+    plan = executed_plan(tpch.sql(load("q10")))
+    assert "sorted_ids" in plan and "collect_list" not in plan
+    with session_conf(tpch.spark, OFF):
+        plan = executed_plan(tpch.sql(load("q10")))
+    assert "sorted_ids" not in plan and "collect_list" in plan
+
+
+@pytest.mark.parametrize("name", TPCH + SPJ)
+def test_tpch_lineage_is_the_same_without_them(tpch, name) -> None:
+    query = load(name)
+    native_rows = tpch.sql(query).collect()
+    with session_conf(tpch.spark, OFF):
+        spark_rows = tpch.sql(query).collect()
+    assert lineage_bag(native_rows) == lineage_bag(spark_rows)
+
+
+@pytest.mark.parametrize("query", CONSTRUCTS.values(), ids=CONSTRUCTS)
+def test_construct_lineage_is_the_same_without_them(paper, query) -> None:
+    for semantics in ("control", "data"):
+        native_rows = paper.sql(query, semantics=semantics).collect()
+        with session_conf(paper.spark, OFF):
+            spark_rows = paper.sql(query, semantics=semantics).collect()
+        assert lineage_bag(native_rows) == lineage_bag(spark_rows), semantics
+
+
+EDGE_CASES = {
+    # a set whose buffer fills with repeats (it drops them to make room) across 4 input
+    # partitions (partial buffers serialized, then merged), NULL ids skipped
+    "set": "SELECT k, SORT_ARRAY(COLLECT_SET(IF(id % 97 = 0, NULL, id % 1000))) AS s "
+           "FROM (SELECT id, id % 3 AS k FROM RANGE(0, 200000, 1, 4)) GROUP BY k",
+    "list": "SELECT k, SORT_ARRAY(COLLECT_LIST(IF(id % 97 = 0, NULL, -id))) AS s "
+            "FROM (SELECT id, id % 3 AS k FROM RANGE(0, 50000, 1, 4)) GROUP BY k",
+    # more groups than the object hash aggregate keeps before it sorts the rest
+    "many groups": "SELECT k, SORT_ARRAY(COLLECT_LIST(id)) AS s "
+                   "FROM (SELECT id, id % 5000 AS k FROM RANGE(0, 40000, 1, 4)) GROUP BY k",
+    "empty global": "SELECT SORT_ARRAY(COLLECT_LIST(id)) AS s, SORT_ARRAY(COLLECT_SET(id)) AS t FROM RANGE(0) ",
+    "all null": "SELECT SORT_ARRAY(COLLECT_SET(CAST(NULL AS BIGINT))) AS s FROM RANGE(10)",
+}
+NOT_REPLACED = {
+    "descending": "SELECT SORT_ARRAY(COLLECT_LIST(id), false) AS s FROM RANGE(5)",
+    "int ids": "SELECT SORT_ARRAY(COLLECT_LIST(CAST(id AS INT))) AS s FROM RANGE(5)",
+    "distinct": "SELECT SORT_ARRAY(COLLECT_LIST(DISTINCT id % 2)) AS s FROM RANGE(5)",
+    "window": "SELECT id, SORT_ARRAY(COLLECT_LIST(id * 7 % 11) OVER (PARTITION BY id % 4)) AS s "
+              "FROM RANGE(0, 40, 1, 2)",
+}
+
+
+@pytest.mark.parametrize("sql", EDGE_CASES.values(), ids=EDGE_CASES)
+def test_edge_cases_give_spark_own_answer(spark, sql) -> None:
+    frame = spark.sql(sql)
+    assert "sorted_id" in executed_plan(frame)
+    native_rows = sorted(map(str, frame.collect()))
+    with session_conf(spark, OFF):
+        assert sorted(map(str, spark.sql(sql).collect())) == native_rows
+    assert spark.sql(sql).schema == frame.schema
+
+
+@pytest.mark.parametrize("sql", NOT_REPLACED.values(), ids=NOT_REPLACED)
+def test_other_collects_are_left_to_spark(spark, sql) -> None:
+    assert "sorted_id" not in executed_plan(spark.sql(sql))
+
+
+def test_a_jar_that_cannot_be_built_is_a_reason_not_an_error(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    jar, why_not = native.extension_jar(str(tmp_path / "no-java"))
+    assert jar is None and "did not run" in why_not
+    monkeypatch.setenv("DLTRACE_NATIVE", "0")
+    assert native.extension_jar("java") == (None, "DLTRACE_NATIVE=0")
+    assert not list(tmp_path.rglob("*.jar"))
+
+
+@pytest.mark.spark  # the Scala compiler is a JVM
+def test_the_command_prints_the_jar_a_server_is_started_with(capsys) -> None:
+    assert native.main() == 0
+    jar = capsys.readouterr().out.strip()
+    assert jar == str(native.jar_path()) and jar.endswith(".jar")
