@@ -66,6 +66,14 @@ EDGE_CASES = {
                    "FROM (SELECT id, id % 5000 AS k FROM RANGE(0, 40000, 1, 4)) GROUP BY k",
     "empty global": "SELECT SORT_ARRAY(COLLECT_LIST(id)) AS s, SORT_ARRAY(COLLECT_SET(id)) AS t FROM RANGE(0) ",
     "all null": "SELECT SORT_ARRAY(COLLECT_SET(CAST(NULL AS BIGINT))) AS s FROM RANGE(10)",
+    "filter": "SELECT id % 3 AS k, SORT_ARRAY(COLLECT_LIST(id) FILTER (WHERE id % 2 = 0)) AS s "
+              "FROM RANGE(0, 30, 1, 2) GROUP BY id % 3",
+    # Spark's optimizer writes an aggregate over no rows as its default result ([]) here:
+    # outer rows without a match in a correlated scalar subquery, and the DISTINCT rewrite
+    "no match": "SELECT o.id, (SELECT SORT_ARRAY(COLLECT_LIST(i.id)) FROM RANGE(0, 10, 3) AS i WHERE i.id = o.id) AS s "
+                "FROM RANGE(5) AS o",
+    "distinct rewrite": "SELECT COUNT(DISTINCT id), COUNT(DISTINCT id % 2), SORT_ARRAY(COLLECT_SET(id)) AS s "
+                        "FROM RANGE(0)",
 }
 NOT_REPLACED = {
     "descending": "SELECT SORT_ARRAY(COLLECT_LIST(id), false) AS s FROM RANGE(5)",
@@ -73,7 +81,12 @@ NOT_REPLACED = {
     "distinct": "SELECT SORT_ARRAY(COLLECT_LIST(DISTINCT id % 2)) AS s FROM RANGE(5)",
     "window": "SELECT id, SORT_ARRAY(COLLECT_LIST(id * 7 % 11) OVER (PARTITION BY id % 4)) AS s "
               "FROM RANGE(0, 40, 1, 2)",
+    "respect nulls": "SELECT SORT_ARRAY(COLLECT_LIST(IF(id = 2, NULL, id)) RESPECT NULLS) AS s FROM RANGE(5)",
 }
+
+
+def optimized_schema(frame) -> str:
+    return frame._jdf.queryExecution().optimizedPlan().schema().json()
 
 
 @pytest.mark.parametrize("sql", EDGE_CASES.values(), ids=EDGE_CASES)
@@ -82,8 +95,9 @@ def test_edge_cases_give_spark_own_answer(spark, sql) -> None:
     assert "sorted_id" in executed_plan(frame)
     native_rows = sorted(map(str, frame.collect()))
     with session_conf(spark, OFF):
-        assert sorted(map(str, spark.sql(sql).collect())) == native_rows
-    assert spark.sql(sql).schema == frame.schema
+        spark_frame = spark.sql(sql)
+        assert sorted(map(str, spark_frame.collect())) == native_rows
+        assert optimized_schema(spark_frame) == optimized_schema(frame)
 
 
 @pytest.mark.parametrize("sql", NOT_REPLACED.values(), ids=NOT_REPLACED)
@@ -91,10 +105,22 @@ def test_other_collects_are_left_to_spark(spark, sql) -> None:
     assert "sorted_id" not in executed_plan(spark.sql(sql))
 
 
+def test_a_conf_value_other_than_false_leaves_them_on(spark) -> None:
+    with session_conf(spark, {native.ENABLED: "0"}):
+        assert "sorted_id" in executed_plan(spark.sql(EDGE_CASES["list"]))
+
+
 def test_a_jar_that_cannot_be_built_is_a_reason_not_an_error(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     jar, why_not = native.extension_jar(str(tmp_path / "no-java"))
     assert jar is None and "did not run" in why_not
+    assert native.extension_jar("java") == (None, why_not)  # a failed build is not tried again
+    assert native.extension_jar(None) == (None, "no java to run the Scala compiler")
+    unwritable = tmp_path / "file"
+    unwritable.write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(unwritable))  # the cache directory cannot be made
+    jar, why_not = native.extension_jar("java")
+    assert jar is None and why_not.startswith("cannot build")
     monkeypatch.setenv("DLTRACE_NATIVE", "0")
     assert native.extension_jar("java") == (None, "DLTRACE_NATIVE=0")
     assert not list(tmp_path.rglob("*.jar"))

@@ -7,9 +7,11 @@ optimizer rule puts it in place of exactly those two shapes, so the SQL dltrace 
 not change and gives the same sets without it (``docs/architecture.md``, "Native id sets").
 
 Spark ships the Scala compiler in its own ``jars/`` directory, so the jar is compiled here,
-on first use, against the Spark that will load it, and kept under ``~/.cache/dltrace`` (a
-few seconds, once per source and Spark version).  Where it cannot be built (no ``java``, a
-Spark whose API differs) sessions run without it, and say so in the JVM's log.
+on first use, against the jars of the Spark a session here starts (``SPARK_HOME``'s, else
+pyspark's), and kept under ``~/.cache/dltrace`` (about 5 s, once per source and Spark).
+Where it cannot be built (no ``java``, a Spark whose API differs) sessions run without it,
+and say so in the JVM's log; a failed build is not tried again until the source or Spark
+changes.
 ``DLTRACE_NATIVE=0`` turns it off; in a running session the SQL conf ``ENABLED`` does.
 """
 
@@ -37,9 +39,10 @@ def java_executable() -> str | None:
 
 
 def spark_jars() -> Path:
-    import pyspark
+    """The jars of the Spark a session here starts: ``SPARK_HOME``'s, else pyspark's own."""
+    from pyspark.find_spark_home import _find_spark_home
 
-    return Path(pyspark.__file__).parent / "jars"
+    return Path(_find_spark_home()) / "jars"
 
 
 def cache_directory() -> Path:
@@ -48,20 +51,36 @@ def cache_directory() -> Path:
 
 
 def jar_path() -> Path:
-    """Where the jar for this source and this Spark is kept."""
-    import pyspark
+    """Where the jar for this source and these Spark jars is kept."""
+    jars = spark_jars()
+    catalyst = sorted(p.name for p in jars.glob("spark-catalyst_*.jar"))  # names Spark's version
+    digest = hashlib.sha256(SOURCE.read_bytes() + str([str(jars), *catalyst]).encode()).hexdigest()[:16]
+    return cache_directory() / f"dltrace-native-{digest}.jar"
 
-    digest = hashlib.sha256(SOURCE.read_bytes() + pyspark.__version__.encode()).hexdigest()[:16]
-    return cache_directory() / f"dltrace-native-{pyspark.__version__}-{digest}.jar"
 
-
-def extension_jar(java: str) -> tuple[Path | None, str | None]:
-    """``(the jar, None)``, built with ``java`` if it is not there yet, or ``(None, why not)``."""
+def extension_jar(java: str | None) -> tuple[Path | None, str | None]:
+    """``(the jar, None)``, built with ``java`` if it is not there yet, or ``(None, why not)``.
+    A build that failed is not tried again (its reason is kept beside where the jar would be)."""
     if os.environ.get("DLTRACE_NATIVE", "1") == "0":
         return None, "DLTRACE_NATIVE=0"
-    target = jar_path()
-    if target.exists():
-        return target, None
+    if java is None:
+        return None, "no java to run the Scala compiler"
+    try:
+        target = jar_path()
+        failed = target.with_suffix(".failed")
+        if target.exists():
+            return target, None
+        if failed.exists():
+            return None, failed.read_text(errors="replace")
+        jar, why_not = _build(java, target)
+        if jar is None:
+            failed.write_text(why_not)
+        return jar, why_not
+    except (OSError, RuntimeError) as error:  # a cache that cannot be written, no home directory
+        return None, f"cannot build the jar: {error}"
+
+
+def _build(java: str, target: Path) -> tuple[Path | None, str | None]:
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as scratch:
         classes = Path(scratch) / "classes"
@@ -69,7 +88,7 @@ def extension_jar(java: str) -> tuple[Path | None, str | None]:
         command = [java, "-cp", str(spark_jars() / "*"), "scala.tools.nsc.Main", "-usejavacp", "-nowarn",
                    "-d", str(classes), str(SOURCE)]
         try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=BUILD_TIMEOUT)
+            done = subprocess.run(command, capture_output=True, text=True, errors="replace", timeout=BUILD_TIMEOUT)
         except (OSError, subprocess.TimeoutExpired) as error:
             return None, f"the Scala compiler did not run: {error}"
         if done.returncode != 0:
@@ -97,7 +116,7 @@ def main() -> int:
     Spark Connect server or a cluster with it)."""
     import sys
 
-    jar, why_not = extension_jar(java_executable() or "java")
+    jar, why_not = extension_jar(java_executable())
     if jar is None:
         print(f"dltrace.udafs.native: error: {why_not}", file=sys.stderr)
         return 1

@@ -28,14 +28,16 @@ import org.apache.spark.sql.types.{ArrayType, DataType, LongType}
 final class IdBuffer(var ids: Array[Long], var size: Int) {
   def this() = this(new Array[Long](4), 0)
 
-  /** Room for ``more`` ids; a set first drops its duplicates, so it holds about its distinct ids. */
+  /** Room for ``more`` ids.  A full set first drops its repeats, and grows unless that leaves
+   * it at least half empty: it holds at most about twice its distinct ids, and between two
+   * sorts of its buffer come at least half as many additions as the buffer holds. */
   private def reserve(more: Int, distinct: Boolean): Unit = {
-    if (size + more > ids.length && distinct && size > 0) {
+    if (size + more <= ids.length) return
+    if (distinct && size > 0) {
       size = sortedUnique()
+      if (size + more <= ids.length / 2) return
     }
-    if (size + more > ids.length) {
-      ids = Arrays.copyOf(ids, math.max(size + more, ids.length * 2))
-    }
+    ids = Arrays.copyOf(ids, math.max(size + more, ids.length * 2))
   }
 
   def add(id: Long, distinct: Boolean): Unit = {
@@ -87,6 +89,10 @@ case class SortedIds(
 
   override def dataType: DataType = ArrayType(LongType, containsNull = false)
   override def nullable: Boolean = false
+  // what Spark's optimizer gives an aggregate over no rows where it does not run it (a
+  // correlated scalar subquery without a match, the DISTINCT aggregate rewrite): []
+  override def defaultResult: Option[Literal] =
+    Some(Literal(UnsafeArrayData.fromPrimitiveArray(Array.emptyLongArray), dataType))
   override def prettyName: String = if (distinct) "sorted_id_set" else "sorted_ids"
   override def createAggregationBuffer(): IdBuffer = new IdBuffer()
 
@@ -121,15 +127,18 @@ case class SortedIds(
 }
 
 /** Puts ``SortedIds`` in place of ``sort_array(collect_list|collect_set(id))`` over a bigint
- * aggregate (not over a window: Spark has moved the window's aggregate into a Window node of
- * its own by now), unless ``spark.dltrace.nativeIdSets`` is false. */
+ * aggregate, unless ``spark.dltrace.nativeIdSets`` is false.  Not over a window, where
+ * ``sort_array``'s argument is a window expression. */
 object NativeIdSets extends Rule[LogicalPlan] {
   val ENABLED = "spark.dltrace.nativeIdSets"
 
+  // NULL ids skipped (collect_list without RESPECT NULLS): a bigint result without NULL elements
+  private val ids = ArrayType(LongType, containsNull = false)
+
   private def native(aggregate: AggregateExpression): Option[AggregateExpression] = aggregate.aggregateFunction match {
     case _ if aggregate.isDistinct => None
-    case collect: CollectList if collect.child.dataType == LongType => Some(sortedIds(aggregate, collect.child, false))
-    case collect: CollectSet if collect.child.dataType == LongType => Some(sortedIds(aggregate, collect.child, true))
+    case collect: CollectList if collect.dataType == ids => Some(sortedIds(aggregate, collect.child, false))
+    case collect: CollectSet if collect.dataType == ids => Some(sortedIds(aggregate, collect.child, true))
     case _ => None
   }
 
@@ -143,12 +152,16 @@ object NativeIdSets extends Rule[LogicalPlan] {
   }
 
   override def apply(plan: LogicalPlan): LogicalPlan = {
-    if (!SQLConf.get.getConfString(ENABLED, "true").toBoolean) return plan
-    plan.transformAllExpressions {
-      case sort: SortArray if ascending(sort) => sort.base match {
-        case aggregate: AggregateExpression => native(aggregate).getOrElse(sort)
-        case _ => sort
+    if (SQLConf.get.getConfString(ENABLED, "true").equalsIgnoreCase("false")) return plan
+    try {
+      plan.transformAllExpressions {
+        case sort: SortArray if ascending(sort) => sort.base match {
+          case aggregate: AggregateExpression => native(aggregate).getOrElse(sort)
+          case _ => sort
+        }
       }
+    } catch {
+      case _: LinkageError => plan // compiled against another Spark than the one running: Spark's own
     }
   }
 }
