@@ -66,6 +66,11 @@ EDGE_CASES = {
                    "FROM (SELECT id, id % 5000 AS k FROM RANGE(0, 40000, 1, 4)) GROUP BY k",
     "empty global": "SELECT SORT_ARRAY(COLLECT_LIST(id)) AS s, SORT_ARRAY(COLLECT_SET(id)) AS t FROM RANGE(0) ",
     "all null": "SELECT SORT_ARRAY(COLLECT_SET(CAST(NULL AS BIGINT))) AS s FROM RANGE(10)",
+    # inside the sort, through concat, array_distinct, coalesce; flatten(collect_list(ids))
+    "concat": "SELECT k, SORT_ARRAY(CONCAT(COLLECT_LIST(id), COALESCE(COLLECT_SET(id % 7), ARRAY()), ARRAY(k))) AS s "
+              "FROM (SELECT id, id % 3 AS k FROM RANGE(0, 3000, 1, 4)) GROUP BY k",
+    "flatten": "SELECT k, SORT_ARRAY(ARRAY_DISTINCT(FLATTEN(COLLECT_LIST(ARRAY(id, id * 2))))) AS s "
+               "FROM (SELECT id, id % 3 AS k FROM RANGE(0, 3000, 1, 4)) GROUP BY k",
     "filter": "SELECT id % 3 AS k, SORT_ARRAY(COLLECT_LIST(id) FILTER (WHERE id % 2 = 0)) AS s "
               "FROM RANGE(0, 30, 1, 2) GROUP BY id % 3",
     # Spark's optimizer writes an aggregate over no rows as its default result ([]) here:
@@ -81,6 +86,7 @@ NOT_REPLACED = {
     "distinct": "SELECT SORT_ARRAY(COLLECT_LIST(DISTINCT id % 2)) AS s FROM RANGE(5)",
     "window": "SELECT id, SORT_ARRAY(COLLECT_LIST(id * 7 % 11) OVER (PARTITION BY id % 4)) AS s "
               "FROM RANGE(0, 40, 1, 2)",
+    "order shows": "SELECT SORT_ARRAY(SLICE(COLLECT_LIST(id), 1, 2)) AS s FROM RANGE(5)",
     "respect nulls": "SELECT SORT_ARRAY(COLLECT_LIST(IF(id = 2, NULL, id)) RESPECT NULLS) AS s FROM RANGE(5)",
 }
 

@@ -16,11 +16,12 @@ import java.util.Arrays
 
 import org.apache.spark.sql.{SparkSession, SparkSessionExtensions}
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Expression, Literal, SortArray, UnsafeArrayData}
+import org.apache.spark.sql.catalyst.expressions.{ArrayDistinct, Coalesce, Concat, Expression, Flatten, Literal, SortArray, UnsafeArrayData}
 import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateExpression, CollectList, CollectSet, TypedImperativeAggregate}
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.trees.UnaryLike
+import org.apache.spark.sql.catalyst.util.ArrayData
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types.{ArrayType, DataType, LongType}
 
@@ -46,10 +47,12 @@ final class IdBuffer(var ids: Array[Long], var size: Int) {
     size += 1
   }
 
-  def addAll(other: IdBuffer, distinct: Boolean): Unit = {
-    reserve(other.size, distinct)
-    System.arraycopy(other.ids, 0, ids, size, other.size)
-    size += other.size
+  def addAll(other: IdBuffer, distinct: Boolean): Unit = add(other.ids, other.size, distinct)
+
+  def add(more: Array[Long], count: Int, distinct: Boolean): Unit = {
+    reserve(count, distinct)
+    System.arraycopy(more, 0, ids, size, count)
+    size += count
   }
 
   /** Sorts the ids in place, moves the distinct ones to the front and returns their count. */
@@ -79,10 +82,13 @@ final class IdBuffer(var ids: Array[Long], var size: Int) {
 }
 
 /** ``sort_array(collect_list(id))`` (``distinct`` false) or ``sort_array(collect_set(id))``
- * (true) of a bigint ``id``: its non-null values in a group, ascending. */
+ * (true) of a bigint ``id``: its non-null values in a group, ascending; with ``arrays``, of
+ * the ids in ``id``'s arrays (``array<bigint>`` without NULL elements), as
+ * ``sort_array(flatten(collect_list(ids)))``. */
 case class SortedIds(
     child: Expression,
     distinct: Boolean,
+    arrays: Boolean = false,
     mutableAggBufferOffset: Int = 0,
     inputAggBufferOffset: Int = 0)
   extends TypedImperativeAggregate[IdBuffer] with UnaryLike[Expression] {
@@ -93,12 +99,19 @@ case class SortedIds(
   // correlated scalar subquery without a match, the DISTINCT aggregate rewrite): []
   override def defaultResult: Option[Literal] =
     Some(Literal(UnsafeArrayData.fromPrimitiveArray(Array.emptyLongArray), dataType))
-  override def prettyName: String = if (distinct) "sorted_id_set" else "sorted_ids"
+  override def prettyName: String = (if (distinct) "sorted_id_set" else "sorted_ids") + (if (arrays) "_of_arrays" else "")
   override def createAggregationBuffer(): IdBuffer = new IdBuffer()
 
   override def update(buffer: IdBuffer, input: InternalRow): IdBuffer = {
-    val id = child.eval(input)
-    if (id != null) buffer.add(id.asInstanceOf[Long], distinct)
+    val value = child.eval(input)
+    if (value != null) {
+      if (arrays) {
+        val more = value.asInstanceOf[ArrayData].toLongArray()
+        buffer.add(more, more.length, distinct)
+      } else {
+        buffer.add(value.asInstanceOf[Long], distinct)
+      }
+    }
     buffer
   }
 
@@ -126,9 +139,13 @@ case class SortedIds(
   override protected def withNewChildInternal(newChild: Expression): SortedIds = copy(child = newChild)
 }
 
-/** Puts ``SortedIds`` in place of ``sort_array(collect_list|collect_set(id))`` over a bigint
- * aggregate, unless ``spark.dltrace.nativeIdSets`` is false.  Not over a window, where
- * ``sort_array``'s argument is a window expression. */
+/** Puts ``SortedIds`` in place of Spark's collects of bigint ids whose order does not matter,
+ * unless ``spark.dltrace.nativeIdSets`` is false: inside an ascending ``sort_array``, through
+ * ``concat``, ``array_distinct`` and ``coalesce`` (which keep every element), a
+ * ``collect_list``/``collect_set`` of bigints and a ``flatten(collect_list(...))`` of bigint
+ * arrays.  ``sort_array`` over one of them alone is dropped (the aggregate sorts).  Not
+ * ``DISTINCT``, not ``RESPECT NULLS``, not over a window (``sort_array``'s argument is then a
+ * window expression). */
 object NativeIdSets extends Rule[LogicalPlan] {
   val ENABLED = "spark.dltrace.nativeIdSets"
 
@@ -137,14 +154,30 @@ object NativeIdSets extends Rule[LogicalPlan] {
 
   private def native(aggregate: AggregateExpression): Option[AggregateExpression] = aggregate.aggregateFunction match {
     case _ if aggregate.isDistinct => None
-    case collect: CollectList if collect.dataType == ids => Some(sortedIds(aggregate, collect.child, false))
-    case collect: CollectSet if collect.dataType == ids => Some(sortedIds(aggregate, collect.child, true))
+    case collect: CollectList if collect.dataType == ids => Some(sortedIds(aggregate, collect.child, false, false))
+    case collect: CollectSet if collect.dataType == ids => Some(sortedIds(aggregate, collect.child, true, false))
+    case _ => None
+  }
+
+  private def flattened(aggregate: AggregateExpression): Option[AggregateExpression] = aggregate.aggregateFunction match {
+    case _ if aggregate.isDistinct => None
+    case collect: CollectList if collect.dataType == ArrayType(ids, containsNull = false) =>
+      Some(sortedIds(aggregate, collect.child, false, true))
     case _ => None
   }
 
   // a new result id: the replaced aggregate's, if still met elsewhere, must not name this one
-  private def sortedIds(aggregate: AggregateExpression, id: Expression, distinct: Boolean): AggregateExpression =
-    AggregateExpression(SortedIds(id, distinct), aggregate.mode, isDistinct = false, aggregate.filter)
+  private def sortedIds(aggregate: AggregateExpression, id: Expression, distinct: Boolean,
+                        arrays: Boolean): AggregateExpression =
+    AggregateExpression(SortedIds(id, distinct, arrays), aggregate.mode, isDistinct = false, aggregate.filter)
+
+  /** ``value`` with the collects in it replaced where their order cannot show. */
+  private def unordered(value: Expression): Expression = value match {
+    case aggregate: AggregateExpression => native(aggregate).getOrElse(aggregate)
+    case flatten @ Flatten(aggregate: AggregateExpression) => flattened(aggregate).getOrElse(flatten)
+    case _: Concat | _: ArrayDistinct | _: Coalesce => value.withNewChildren(value.children.map(unordered))
+    case _ => value
+  }
 
   private def ascending(sort: SortArray): Boolean = sort.ascendingOrder match {
     case Literal(true, _) => true
@@ -155,9 +188,9 @@ object NativeIdSets extends Rule[LogicalPlan] {
     if (SQLConf.get.getConfString(ENABLED, "true").equalsIgnoreCase("false")) return plan
     try {
       plan.transformAllExpressions {
-        case sort: SortArray if ascending(sort) => sort.base match {
-          case aggregate: AggregateExpression => native(aggregate).getOrElse(sort)
-          case _ => sort
+        case sort: SortArray if ascending(sort) => unordered(sort.base) match {
+          case sorted: AggregateExpression if sorted.aggregateFunction.isInstanceOf[SortedIds] => sorted
+          case base => sort.copy(base = base)
         }
       }
     } catch {
