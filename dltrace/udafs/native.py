@@ -3,8 +3,9 @@
 The rewriter writes a group's lineage set as ``sort_array(collect_list(id))`` (or
 ``collect_set`` where a row can be met twice).  Spark collects those ids as boxed objects and
 sorts them afterwards.  ``SortedIds`` collects them into a ``long[]`` and sorts once; an
-optimizer rule puts it in place of exactly those two shapes, so the SQL dltrace writes does
-not change and gives the same sets without it (``docs/architecture.md``, "Native id sets").
+optimizer rule puts it in place of those collects wherever their order cannot show (inside
+an ascending ``sort_array``), so the SQL dltrace writes does not change and gives the same
+sets without it (``docs/architecture.md``, "Native id sets").
 
 Spark ships the Scala compiler in its own ``jars/`` directory, so the jar is compiled here,
 on first use, against the jars of the Spark a session here starts (``SPARK_HOME``'s, else

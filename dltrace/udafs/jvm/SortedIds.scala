@@ -6,8 +6,9 @@
  * objects (an ArrayBuffer or a HashSet of java.lang.Long), serializes them between its
  * partial and final aggregates, and sorts the array afterwards.  SortedIds does the same with
  * a growable long[]: no object per id, one Arrays.sort at the end, duplicates dropped as the
- * sorted ids are copied out.  The optimizer rule below puts it in place of exactly those two
- * shapes over bigint ids, so the SQL stays plain Spark SQL and runs the same without it.
+ * sorted ids are copied out.  The optimizer rule below puts it in place of Spark's collects of
+ * bigint ids wherever their order cannot show (inside an ascending sort_array), so the SQL
+ * stays plain Spark SQL and runs the same without it.
  */
 package dltrace.spark
 
