@@ -1,26 +1,20 @@
 """dltrace's native id sets (``dltrace/udafs/native.py``): the test session loads them, they
-replace exactly ``sort_array(collect_list|collect_set(bigint))``, and every query's lineage is
+replace Spark's collects of bigint ids only where their order cannot show, and every query's lineage is
 the same with them as with Spark's own ``collect_list``/``collect_set`` (the conf turned off in
 the same session).  Every other test runs with them, the DuckDB oracles included; the Spark
 Connect server of ``test_cluster`` runs without them and must give the embedded lineage."""
 
 from __future__ import annotations
 
-from collections import Counter
-
 import pytest
 
-from dltrace.formatting import lineage_ids
 from dltrace.spark import session_conf
 from dltrace.udafs import native
 from tests.test_constructs import CONSTRUCTS
+from tests.test_representations import lineage_bag  # DLs compared as sorted id tuples: order counts
 from tpch.queries import SPJ, TPCH, load
 
 OFF = {native.ENABLED: "false"}
-
-
-def lineage_bag(rows) -> Counter:
-    return Counter((tuple(str(v) for k, v in r.asDict().items() if k != "DL"), tuple(lineage_ids(r.DL))) for r in rows)
 
 
 def executed_plan(frame) -> str:
