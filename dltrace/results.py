@@ -4,7 +4,7 @@ docs/formats.md, "Saved results").
 Layout inside the catalog directory::
 
     results/<name>/result.json              metadata; the result exists iff this file does
-    results/<name>/<stamp>/rows.parquet/    _row, the query's columns, DL (files in _row order)
+    results/<name>/<stamp>/rows.parquet/    _pos, the query's columns, DL (files in _row order)
     results/<name>/<stamp>/index.parquet/   id, _row: the forward index, sorted by id
     results/<name>/<stamp>/shared.parquet/  set_id, id: lineage sets shared by rows, each stored once
     results/<name>/<stamp>/result.json      a copy of this save's metadata (read while later saves reference it)
@@ -16,7 +16,14 @@ Parquet reader recovers a row's ids with plain SQL: ``unnest(DL)``, union the ``
 ``shared.parquet`` rows whose ``set_id`` is in ``DL_shared``.
 
 ``_row`` numbers the output rows densely from 0 in the result's own order (its ORDER BY),
-so ``explain --row N`` names a row for good.  The forward index is SMOKE's forward rid index
+so ``explain --row N`` names a row for good.  It is not stored but derived from ``_pos``,
+Spark's ``monotonically_increasing_id`` given as the rows are written (the partition in the
+bits above 33, the row within it below): ``_row`` is the rank of ``_pos``, the save records
+the first ``_row`` of each partition (``positions``, read from the files after the write),
+and a lookup by ``_row`` reads the row groups whose ``_pos`` statistics hold it.  Numbering
+densely while writing took a job of its own, which counted every partition's rows first
+(0.3 s of a 4 s save of 100,000 rows holding 4M ids).  Results saved before format 5 store
+``_row`` itself.  The forward index is SMOKE's forward rid index
 (id -> output rows) as a table: sorted by id in small row groups, a lookup of a few ids reads
 a few row groups instead of every row's DL.  It is built at save time when the saved rows
 are many and large enough for it to pay (``INDEX_MIN_ROWS``, ``INDEX_MIN_BYTES``), on
@@ -62,13 +69,14 @@ from dltrace.catalog import NAME_PATTERN, Catalog, quoted
 from dltrace.errors import BadInput, CatalogError, DltraceError
 from dltrace.ids import FIRST_REFERENCE_ID, ROW_BITS, ROW_MASK
 from dltrace.recovery import referenced_saves
-from dltrace.spark import session_conf
 from dltrace.storage import Location, location
 from dltrace.table_data import read_parquet
 from dltrace.validation import check_result
 
-FORMAT = 4  # 4: references; 3: shared sets; 2: inputs (results, lineage_tables, stamp); formats 1-3 still load
+FORMAT = 5  # 5: _pos for _row; 4: references; 3: shared sets; 2: inputs (results, lineage_tables, stamp); 1-4 load
 ROW = "_row"
+POSITION = "_pos"  # rows.parquet's row positions from format 5 on (module docstring)
+PARTITION_BITS = 33  # monotonically_increasing_id: the partition above these bits, the row within it below
 DL = "DL"
 SHARED_REFS = "DL_shared"  # the shared sets a row's DL also holds (array<int> of their numbers)
 SHARED_SET, SHARED_ID = "set_id", "id"
@@ -91,10 +99,8 @@ WRITE_OPTIONS: dict[str, str] = {
     "parquet.writer.version": "v2",
     f"parquet.enable.dictionary#{DL}.list.element": "false",  # rows.parquet's DL
     f"parquet.enable.dictionary#{SHARED_ID}": "false",  # shared.parquet's id, and index.parquet's (INDEX_ID)
+    f"parquet.enable.dictionary#{POSITION}": "false",  # rows.parquet's _pos: runs of consecutive numbers
 }
-# how numbered() keeps the rows it counted for the write (pandas-on-Spark's option, read by
-# Spark's AttachDistributedSequenceExec): deserialized in memory, not serialized
-NUMBERING_CONF = {"pandas_on_Spark.compute.default_index_cache": "MEMORY_ONLY"}
 # a forward index by default from this many rows and bytes on: below, one scan of the saved
 # DLs is as fast as an index lookup plus the fetch of the hit rows (README: measured at 11,620
 # rows, where it does not pay, and at 1.5M rows, where it halves the time)
@@ -133,6 +139,9 @@ class SavedResult:
     # saved results whose rows DL names (module docstring, "References"): name -> code; the
     # save named is the one ``results`` records
     references: dict[str, int] = field(default_factory=dict)
+    # format 5: [partition, its first _row] for each partition of rows.parquet with rows, which
+    # stores _pos instead of _row (module docstring); None for results saved before
+    positions: list[list[int]] | None = None
 
     def __post_init__(self) -> None:
         # format 1: the stamp was only in the data path, and the lineage reached just the
@@ -150,7 +159,21 @@ class SavedResult:
     def query_columns(self) -> dict[str, str]:
         """The columns a query reading this result sees: the saved query's own, not ``_row``
         or ``DL``."""
-        return {c: t for c, t in self.schema.items() if c not in (ROW, DL, SHARED_REFS)}
+        return {c: t for c, t in self.schema.items() if c not in (ROW, POSITION, DL, SHARED_REFS)}
+
+    def rows_sql(self) -> list[str]:
+        """The columns of ``ResultStore.rows`` as Spark SQL over rows.parquet's columns."""
+        return rows_sql(self.positions, self.schema)
+
+    def positions_of(self, rows):
+        """The ``_pos`` (numpy int64) of the rows numbered ``rows`` (numpy int64)."""
+        import numpy as np
+
+        if self.positions is None:
+            return rows
+        partitions, firsts = np.array(self.positions, dtype=np.int64).reshape(-1, 2).T
+        owner = np.searchsorted(firsts, rows, side="right") - 1
+        return (partitions[owner] << PARTITION_BITS) + rows - firsts[owner]
 
 
 class ResultStore:
@@ -213,7 +236,17 @@ class ResultStore:
     def rows(self, spark, result: SavedResult):
         """The saved rows as stored: ``_row``, the query's columns, ``DL`` (the row's own ids)
         and, when the result has shared sets, ``DL_shared``."""
-        return read_parquet(spark, self.path(result.data), result.schema)
+        return read_parquet(spark, self.path(result.data), result.schema).selectExpr(*result.rows_sql())
+
+    def rows_at(self, spark, result: SavedResult, rows):
+        """The saved rows (as ``rows``) numbered ``rows`` (numpy int64): Spark reads only the
+        row groups whose statistics hold their positions."""
+        from pyspark.sql import functions as F
+
+        stored = POSITION if result.positions is not None else ROW
+        wanted = [int(p) for p in result.positions_of(rows)]
+        frame = read_parquet(spark, self.path(result.data), result.schema).where(F.col(stored).isin(wanted))
+        return frame.selectExpr(*result.rows_sql())
 
     def shared_sets(self, spark, result: SavedResult):
         """The shared sets as stored, ``(set_id, id)`` sorted, or None when the result has none."""
@@ -237,7 +270,7 @@ class ResultStore:
         from pyspark.sql import functions as F
 
         wanted = [DL] + ([SHARED_REFS] if result.shared else [])
-        found = self.rows(spark, result).where(F.col(ROW).isin([int(r) for r in rows])).select(*wanted).toArrow()
+        found = self.rows_at(spark, result, rows).select(*wanted).toArrow()
         ids = pc.list_flatten(found.column(DL)).to_numpy(zero_copy_only=False).astype(np.int64)
         names = ids[ids >= FIRST_REFERENCE_ID] if result.references else ids[:0]
         parts = [ids[ids < FIRST_REFERENCE_ID] if result.references else ids]
@@ -327,18 +360,20 @@ class ResultStore:
             raise BadInput("only a result with lineage can be saved: it has no DL column")
         columns = [c for c in frame.columns if c != DL]
         lowered = [c.lower() for c in columns]
-        if ROW in lowered:
-            raise BadInput(f"the result has a column named {ROW}, which saved results use for row numbers: rename it")
+        for reserved in (ROW, POSITION):
+            if reserved in lowered:
+                raise BadInput(f"the result has a column named {reserved}, which saved results use for row numbers: "
+                               f"rename it")
         repeated = sorted({c for c in columns if lowered.count(c.lower()) > 1})
         if repeated:
             raise BadInput(
                 f"the result has more than one column named {', '.join(repeated)}: give its columns distinct aliases"
             )
+        from pyspark.sql import functions as F
+
         frame = frame.withColumn(DL, lineage_ids(frame))
         lineage_columns = [DL]
         if shared_sets:
-            from pyspark.sql import functions as F
-
             frame = frame.withColumn(SHARED_REFS, F.array(*map(F.lit, range(len(shared_sets)))).cast("array<int>"))
             lineage_columns.append(SHARED_REFS)
         home = self.directory / name
@@ -352,19 +387,19 @@ class ResultStore:
                 (kept / METADATA).write_text(json.dumps(asdict(upstream), indent=2))
         data_dir.mkdir()
         try:
-            saved = numbered(frame).select(ROW, *map(quoted, columns), *lineage_columns)
-            with session_conf(frame.sparkSession, NUMBERING_CONF):
-                saved.write.options(**WRITE_OPTIONS).option("parquet.block.size", ROWS_ROW_GROUP_BYTES).parquet(
-                    str(data_dir / "rows.parquet")
-                )
-            rows = parquet_rows(data_dir / "rows.parquet")
+            saved = frame.select(
+                F.monotonically_increasing_id().alias(POSITION), *map(quoted, columns), *lineage_columns
+            )
+            saved.write.options(**WRITE_OPTIONS).option("parquet.block.size", ROWS_ROW_GROUP_BYTES).parquet(
+                str(data_dir / "rows.parquet")
+            )
+            positions, rows = partition_positions(data_dir / "rows.parquet")
             schema = {f.name: f.dataType.simpleString() for f in saved.schema.fields}
             if index is None:
                 index = rows >= INDEX_MIN_ROWS and (data_dir / "rows.parquet").size() >= INDEX_MIN_BYTES
             if index:
-                write_index(
-                    read_parquet(frame.sparkSession, data_dir / "rows.parquet", schema), data_dir / "index.parquet"
-                )
+                written = read_parquet(frame.sparkSession, data_dir / "rows.parquet", schema)
+                write_index(written.selectExpr(*rows_sql(positions, schema)), data_dir / "index.parquet")
             shared_ids = write_shared_sets(shared_sets, data_dir / "shared.parquet") if shared_sets else 0
         except BaseException:
             data_dir.remove()
@@ -391,6 +426,7 @@ class ResultStore:
             shared_sets=len(shared_sets),
             shared_ids=shared_ids,
             references=dict(references or {}),
+            positions=positions,
         )
         replaced = self._read(self._metadata_file(name)) if self._metadata_file(name).exists() else None
         try:
@@ -557,35 +593,47 @@ def lineage_ids(frame):
     raise BadInput(f"cannot save lineage of type {kind}: DL must be an id set (array<bigint>) or an roBDD (binary)")
 
 
-def numbered(frame):
-    """``frame`` with ``_row``: each row's position in ``frame``'s own order, densely from 0,
-    given in the pass that writes the rows.
-
-    Spark's distributed sequence (pandas-on-Spark's default index: ``RDD.zipWithIndex`` in
-    the JVM) numbers a row by the sizes of the partitions before its own.  Rows in one
-    partition are numbered as they stream; with several, all but the last are counted first
-    by a job over the final stage alone (the shuffles feeding it are not run again), their
-    rows kept for the write: as they are, under ``NUMBERING_CONF`` (serializing them, Spark's
-    default, cost 0.2 s of a 4 s save of 100,000 rows holding 4M ids; where memory runs short
-    Spark computes the rest again instead).  ``catalog.with_positions``, which saves used
-    before (registration still does), caches every row, DLs included, in a columnar cache and
-    counts it in a job of its own: seconds when 100,000 rows hold millions of ids.
-    """
-    from pyspark.sql.internal import InternalFunction
-
-    return frame.select(InternalFunction.distributed_sequence_id().alias(ROW), *map(quoted, frame.columns))
+def rows_sql(positions: list[list[int]] | None, schema: dict[str, str]) -> list[str]:
+    """The saved rows' columns as Spark SQL over rows.parquet's (``schema``): ``_row``, the
+    query's columns, ``DL`` and, with shared sets, ``DL_shared``.  ``_row`` is ``_pos`` less
+    its partition's offset (``_pos`` counts on from ``partition << 33``, ``_row`` from the
+    partition's first row, ``positions``); stored as it is before format 5 (``positions`` None)."""
+    if positions is None:
+        return ["*"]
+    offsets = {partition: (partition << PARTITION_BITS) - first for partition, first in positions}
+    row = POSITION
+    if set(offsets) - {0}:
+        by_partition = ", ".join(str(offsets.get(p, 0)) for p in range(max(offsets) + 1))
+        partition = f"CAST(shiftright({POSITION}, {PARTITION_BITS}) AS INT)"
+        row = f"{POSITION} - element_at(array({by_partition}), {partition} + 1)"
+    return [f"{row} AS {ROW}", *(f"`{c.replace('`', '``')}`" for c in schema if c != POSITION)]
 
 
-def parquet_rows(path: Location) -> int:
-    """The number of rows of a Parquet directory, from its files' footers (no Spark job)."""
+def partition_positions(path: Location) -> tuple[list[list[int]], int]:
+    """``[partition, its first _row]`` for each partition of the rows.parquet at ``path`` with
+    rows, and the number of rows, from the files' footers and first positions: a partition's
+    rows are in one file, or in several that continue each other (``maxRecordsPerFile``)."""
     import pyarrow.parquet as pq
 
-    total = 0
+    starts = []  # (first _pos, rows) of each file with rows
     for file in path.glob("*.parquet"):
         if not file.name.startswith((".", "_")):
             with file.open() as stream:
-                total += pq.read_metadata(stream).num_rows
-    return total
+                parquet = pq.ParquetFile(stream)
+                if parquet.metadata.num_rows:
+                    first = parquet.read_row_group(0, columns=[POSITION]).column(0)[0].as_py()
+                    starts.append((first, parquet.metadata.num_rows))
+    positions, total, expected = [], 0, None
+    for first, rows in sorted(starts):
+        partition, offset = first >> PARTITION_BITS, first & ((1 << PARTITION_BITS) - 1)
+        if offset == 0:
+            positions.append([partition, total])
+        elif expected != first:
+            raise CatalogError(f"{path}: a file's rows start at position {first}, which no other file leads to; "
+                               f"save the result again")
+        total += rows
+        expected = first + rows
+    return positions, total
 
 
 def directory_bytes(path: str | os.PathLike | Location) -> int:

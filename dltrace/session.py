@@ -48,6 +48,7 @@ class MadeBy(NamedTuple):
     disjoint: bool  # no id in two rows' DLs: a saved result remembers it for queries reading it
     shared: rewriter.SharedLineage | None  # the lineage with the sets all rows share held apart
     many_groups: bool  # its outermost SELECT groups by a key into many groups: ``executing`` sorts them
+    references: bool = False  # planned as a saved step stores it: the rows it reads from saved results named
 
 
 class LineageSession:
@@ -313,7 +314,7 @@ class LineageSession:
         frame = with_spark_names(self, query, frame)
         meta = expression.meta
         self._queries[frame] = MadeBy(query, semantics, repr, None, meta.get(rewriter.DISJOINT_ROWS, False),
-                                      meta.get(rewriter.SHARED), meta.get(rewriter.MANY_GROUPS, False))
+                                      meta.get(rewriter.SHARED), meta.get(rewriter.MANY_GROUPS, False), references)
         return frame
 
     @contextmanager
@@ -457,18 +458,25 @@ class LineageSession:
         if name.lower() in names_read(query) and self.store.exists(name):
             raise BadInput(f"result {name.lower()} cannot be computed from itself: save it under another name")
         disjoint = bool(made_by and made_by.disjoint)
+        shared_disjoint = bool(made_by and made_by.shared and made_by.shared.disjoint)
         references, named_rows_disjoint = {}, True
         if made_by is not None and made_by.lineage_on is None and (read := self.results_read(query)):
-            # a step: the rows it read from saved results are named, not spelled out again
-            frame = self._row_lineage(query, semantics, repr, references=True)
+            # a step: the rows it read from saved results are named, not spelled out again.
+            # The disjoint flags describe the whole DLs, as the query planned with saved lineage
+            # spelled out sees them (made_by, or its rewrite alone when ``frame`` was planned as
+            # the step stores it); and rows naming distinct upstream rows have disjoint whole
+            # DLs only if those rows do, shared sets included
+            if made_by.references:
+                whole = self.lineage_expression(query, semantics, repr).meta
+                disjoint = whole.get(rewriter.DISJOINT_ROWS, False)
+                shared_disjoint = bool(whole.get(rewriter.SHARED) and whole[rewriter.SHARED].disjoint)
+            else:
+                frame = self._row_lineage(query, semantics, repr, references=True)
             references = reference_codes(read)
-            # the flag describes the whole DLs, as the query planned with saved lineage spelled
-            # out (made_by) sees them; and rows naming distinct upstream rows have disjoint
-            # whole DLs only if those rows do, shared sets included
             named_rows_disjoint = all(r.disjoint and not r.shared_sets for r in read.values())
         rows, sets = self.shared_lineage(frame)  # shared sets are stored once, not in every row
         if sets:
-            disjoint = bool(made_by and made_by.shared and made_by.shared.disjoint)
+            disjoint = shared_disjoint
         disjoint = disjoint and named_rows_disjoint
         with self.executing(frame):
             return self.store.save(rows, name, query, semantics, repr, index, disjoint_rows=disjoint,
@@ -491,7 +499,13 @@ class LineageSession:
         self.check_name_free(name, "a saved result")
         if not replace and self.store.exists(name):
             raise BadInput(f"result {name.lower()} exists: CREATE OR REPLACE TABLE replaces it")
-        return self.save(self.sql(query, semantics, repr), name, index=index)
+        bare, lineage_on = granularity.split_lineage_on(query, None)
+        if lineage_on is None and self.results_read(expanded := self.expand(bare)):
+            # a step over saved results: Spark plans only the form it stores (their rows named)
+            frame = self._row_lineage(expanded, semantics, repr, references=True)
+        else:
+            frame = self.sql(query, semantics, repr)
+        return self.save(frame, name, index=index)
 
     def create_view(self, name: str, query: str, temporary: bool = False, replace: bool = False) -> None:
         """``CREATE [OR REPLACE] [TEMP] VIEW name AS query``: later queries read ``query`` in its

@@ -89,6 +89,7 @@ RESULT_TYPES: dict[str, Check] = {
     "shared_sets": integer(),
     "shared_ids": integer(),
     "references": dict_of(integer()),
+    "positions": optional(list_of(lambda v: isinstance(v, list) and len(v) == 2 and all(integer()(x) for x in v))),
 }
 
 

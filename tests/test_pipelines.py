@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 
+import numpy as np
 import pytest
 
 from dltrace import LineageSession
@@ -23,7 +24,7 @@ from dltrace.errors import BadInput, DltraceError
 from dltrace.formatting import lineage_ids
 from dltrace.ids import split_id
 from dltrace.impact import ImpactWarning
-from dltrace.results import NUMBERING_CONF, ResultStore
+from dltrace.results import POSITION, ResultStore
 from dltrace.spark import session_conf
 from tests.conftest import tpch_copy
 from tests.oracle import DuckOracle, check_completeness
@@ -146,21 +147,87 @@ def test_saved_lineage_and_row_numbers_are_not_query_columns(pipelines):
         pipelines.sql("select c_nationkey, DL from cols_by_nation")
 
 
-def test_rows_over_several_partitions_are_numbered_in_result_order(pipelines):
+@pytest.mark.parametrize("rows_per_file", [0, 1000])
+def test_rows_over_several_partitions_are_numbered_in_result_order(pipelines, rows_per_file):
     """``_row`` follows the ORDER BY across the sorted partitions, densely from 0, when a
-    save's rows are spread over several of them (numbered as they are written)."""
+    save's rows are spread over several of them (derived from the positions written, each
+    partition's first row read from the files), in one file each or in several
+    (``maxRecordsPerFile``); a lookup by ``_row`` finds the same rows."""
     query = "select o_orderkey, o_totalprice from orders order by o_totalprice desc, o_orderkey"
     spark = pipelines.spark
-    with session_conf(spark, {"spark.sql.adaptive.coalescePartitions.enabled": "false"}):  # the 4 range partitions
+    settings = {"spark.sql.adaptive.coalescePartitions.enabled": "false",  # the 4 range partitions
+                "spark.sql.files.maxRecordsPerFile": str(rows_per_file)}
+    with session_conf(spark, settings):
         frame = pipelines.sql(query)
         assert frame.rdd.getNumPartitions() > 1
         saved = pipelines.save(frame, "numbered_orders")
-    assert all(spark.conf.get(key, None) is None for key in NUMBERING_CONF)  # the save's setting is gone
+    assert len(saved.positions) > 1 and POSITION in saved.schema and "_row" not in saved.schema
     rows = pipelines.result("numbered_orders").collect()
     assert saved.rows == len(rows) == 15000
     assert [r._row for r in rows] == list(range(len(rows)))
     assert [(r.o_totalprice, r.o_orderkey) for r in rows] == sorted(((r.o_totalprice, r.o_orderkey) for r in rows),
                                                                     key=lambda v: (-v[0], v[1]))
+    firsts = [first for _, first in saved.positions]
+    wanted = np.array(sorted({0, *firsts, *(f - 1 for f in firsts if f), 14999, 7777}), dtype=np.int64)
+    store = ResultStore(pipelines.catalog)
+    found = store.rows_at(spark, saved, wanted).orderBy("_row").collect()
+    assert [(r._row, r.o_orderkey, list(r.DL)) for r in found] == [
+        (r._row, r.o_orderkey, list(r.DL)) for r in (rows[i] for i in wanted)
+    ]
+
+
+@pytest.mark.parametrize(("step", "shares"), [
+    ("select c_nationkey, sum(revenue) as revenue from ref_custrev group by c_nationkey", False),
+    ("select c_custkey, revenue from ref_custrev where revenue > (select avg(revenue) from ref_custrev)", True),
+])
+def test_create_table_plans_a_step_as_it_is_stored(pipelines, referencing, step, shares):
+    """``CREATE TABLE AS`` over saved results plans only the form a step stores (the rows it
+    reads named); what it saves equals saving ``sql()``'s result, which is planned with the
+    saved lineage spelled out first: rows, whole DLs, shared sets, the disjoint flag."""
+    made = pipelines.create_table("ct_step", step, replace=True)
+    saved = pipelines.save(pipelines.sql(step), "saved_step")
+    try:
+        assert bool(made.shared_sets) is shares and made.references
+        for field in ("disjoint", "shared_sets", "shared_ids", "references", "rows", "schema", "results"):
+            assert getattr(made, field) == getattr(saved, field), field
+        assert bag(pipelines.result("ct_step").collect()) == bag(pipelines.result("saved_step").collect())
+    finally:
+        pipelines.drop_result("ct_step")
+        pipelines.drop_result("saved_step")
+
+
+def test_results_that_store_row_numbers_still_load(pipelines, referencing):
+    """A result saved before format 5 stores ``_row`` (no ``_pos``, no ``positions``): reading
+    it, a lookup by ``_row``, impact, explain and a step reading it give what they gave."""
+    store = pipelines.store
+    saved = store.get("ref_custrev")
+    source = "lineitem WHERE l_orderkey = 7"
+    before = pipelines.result("ref_custrev").collect()
+    hits, explained = pipelines.impact(source, result="ref_custrev").collect(), pipelines.explain("ref_custrev", 3)
+    step = "select c_nationkey, count(*) as n from ref_custrev group by c_nationkey"
+    downstream = bag(pipelines.sql(step).collect())
+    metadata = store.directory / "ref_custrev" / "result.json"
+    text = metadata.read_text()
+    old_data = saved.data.replace("rows.parquet", "rows_format4.parquet")
+    store.rows(pipelines.spark, saved).orderBy("_row").coalesce(1).write.parquet(str(store.path(old_data)))
+    record = json.loads(text)
+    record.update(format=4, data=old_data, positions=None,
+                  schema={"_row": "bigint", **{c: t for c, t in record["schema"].items() if c != POSITION}})
+    metadata.write_text(json.dumps(record))
+    try:
+        old = store.get("ref_custrev")
+        assert old.positions is None and old.rows_sql() == ["*"]
+        assert pipelines.result("ref_custrev").collect() == before
+        found = store.rows_at(pipelines.spark, old, np.array([3, 5], dtype=np.int64)).orderBy("_row").collect()
+        assert found == [before[3], before[5]]
+        assert pipelines.impact(source, result="ref_custrev").collect() == hits
+        assert {t: f.collect() for t, f in pipelines.explain("ref_custrev", 3).items()} == {
+            t: f.collect() for t, f in explained.items()
+        }
+        assert bag(pipelines.sql(step).collect()) == downstream
+    finally:
+        metadata.write_text(text)
+        store.path(old_data).remove()
 
 
 @pytest.fixture()
@@ -677,7 +744,7 @@ def test_an_upstream_saved_again_while_a_step_is_computed_fails_the_step_in_one_
     from dltrace import results
 
     before = pipelines.store.get("ref_natrev")
-    written = results.parquet_rows
+    written = results.partition_positions
     resaved = []
 
     def meanwhile(path):  # another process saves the upstream again while the step is written
@@ -687,7 +754,7 @@ def test_an_upstream_saved_again_while_a_step_is_computed_fails_the_step_in_one_
             pipelines.drop_result("ref_natrev")  # the step's earlier save no longer keeps the old upstream
         return written(path)
 
-    monkeypatch.setattr(results, "parquet_rows", meanwhile)
+    monkeypatch.setattr(results, "partition_positions", meanwhile)
     with pytest.raises(BadInput, match="result ref_custrev was saved again or dropped while ref_natrev was computed"):
         pipelines.create_table("ref_natrev", REFERENCE_STEPS[1][1], replace=True)
     assert not pipelines.store.exists("ref_natrev") and before.stamp

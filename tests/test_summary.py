@@ -50,10 +50,15 @@ def parquet(path) -> str:
     return f"read_parquet('{path}/*.parquet')"
 
 
+def saved_rows(path) -> str:
+    """A saved result's rows with ``_row``, the rank of ``_pos`` (docs/formats.md), as DuckDB reads them."""
+    return f"(SELECT row_number() OVER (ORDER BY _pos) - 1 AS _row, * FROM {parquet(path)})"
+
+
 def duck_recall_precision(tpch, result: str, table: str, predicate: str) -> tuple[float, float]:
     """Recall and precision of ``predicate`` for row 0's ids of ``table``, counted by DuckDB."""
     store = ResultStore(tpch.catalog)
-    rows = parquet(store.path(store.get(result).data))
+    rows = saved_rows(store.path(store.get(result).data))
     base = parquet(tpch.catalog.data_path(table))
     lineage, matching, both = duckdb.connect().execute(
         f"WITH ids AS (SELECT unnest(DL) AS id FROM {rows} WHERE _row = 0), "
@@ -137,7 +142,7 @@ def duck_answer(tpch, result: str, query: str) -> list[tuple]:
     store = ResultStore(tpch.catalog)
     saved = store.get(result)
     db = duckdb.connect()
-    db.execute(f"CREATE VIEW pairs AS SELECT _row, unnest(DL) AS base_id FROM {parquet(store.path(saved.data))}")
+    db.execute(f"CREATE VIEW pairs AS SELECT _row, unnest(DL) AS base_id FROM {saved_rows(store.path(saved.data))}")
     owners = " UNION ALL ".join(f"SELECT '{t}' AS base_table, _dl_id FROM {parquet(tpch.catalog.data_path(t))}"
                                 for t in saved.tables)
     db.execute(f"CREATE VIEW lineage_{result} AS SELECT p._row, o.base_table, p.base_id FROM pairs p "

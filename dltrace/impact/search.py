@@ -166,7 +166,7 @@ def search_result(session: Engine, store: ResultStore, saved: SavedResult, ids: 
         if not len(hit_rows):
             return rows.limit(0).drop(SHARED_REFS)
         if len(hit_rows) <= LITERAL_ROWS:
-            candidates = rows.where(f"{ROW} IN ({_numbers(hit_rows)})")
+            candidates = store.rows_at(spark, saved, hit_rows)
     literal = f"array({_numbers(ids)})"
     hits = candidates.where(F.expr(f"arrays_overlap({DL}, {literal})")).withColumn(
         DL, F.expr(f"array_intersect({DL}, {literal})")

@@ -53,16 +53,19 @@ def _prefix(saved: SavedResult, upstream: bool) -> str:
     return f"{saved.name}__{''.join(c if c.isalnum() else '_' for c in saved.stamp)}" if upstream else saved.name
 
 
-def _sources(session, saved: SavedResult, upstream: bool = False) -> dict[str, tuple[str, str, dict | None]]:
-    """``{helper view: (table or "" or SHARED, Parquet path, schema)}`` the lineage views read: the
-    saved rows, their shared sets, each base table at the data version the result was
-    computed from, and the same for the upstream saves whose rows it names."""
+def _sources(
+    session, saved: SavedResult, upstream: bool = False
+) -> dict[str, tuple[str, str, dict | None, list[str]]]:
+    """``{helper view: (table or "" or SHARED, Parquet path, schema, its columns as SQL)}`` the
+    lineage views read: the saved rows (``_row`` derived from ``_pos``), their shared sets,
+    each base table at the data version the result was computed from, and the same for the
+    upstream saves whose rows it names."""
     catalog = session.catalog
     store = ResultStore(catalog)
     prefix = _prefix(saved, upstream)
-    sources = {f"__dl_rows_{prefix}": ("", str(store.path(saved.data)), saved.schema)}
+    sources = {f"__dl_rows_{prefix}": ("", str(store.path(saved.data)), saved.schema, saved.rows_sql())}
     if saved.shared:
-        sources[f"__dl_shared_rows_{prefix}"] = (SHARED, str(store.path(saved.shared)), SHARED_SCHEMA)
+        sources[f"__dl_shared_rows_{prefix}"] = (SHARED, str(store.path(saved.shared)), SHARED_SCHEMA, ["*"])
     for named, _ in store.referenced(saved):
         sources.update(_sources(session, named, upstream=True))
     for table, version in sorted(saved.base_versions.items()):
@@ -72,6 +75,7 @@ def _sources(session, saved: SavedResult, upstream: bool = False) -> dict[str, t
                 table,
                 str(catalog.data_path(table, version)),
                 entry.version_schema(version),
+                ["*"],
             )
     return sources
 
@@ -111,7 +115,7 @@ def lineage_statements(session, saved: SavedResult) -> list[tuple[str, str]]:
     require_lineage(saved)
     catalog = session.catalog
     sources = _sources(session, saved)
-    tables = {t: f"__dl_{t}_v{saved.base_versions[t]}" for v, (t, _, _) in sources.items() if t and t != SHARED}
+    tables = {t: f"__dl_{t}_v{saved.base_versions[t]}" for v, (t, _, _, _) in sources.items() if t and t != SHARED}
     statements = _relation_statements(session, saved)
     relation = statements[-1][0]
     for table, view in tables.items():
@@ -141,13 +145,13 @@ def define_views(session, results: list[str]) -> list[str]:
     for name in results:
         saved = store.get(name)
         statements = lineage_statements(session, saved)
-        for view, (table, path, schema) in _sources(session, saved).items():
+        for view, (table, path, schema, columns) in _sources(session, saved).items():
             if table and table != SHARED:  # a base table's rows, copied or in place
                 table_rows(session.spark, session.catalog, table, saved.base_versions[table]).createOrReplaceTempView(
                     view
                 )
             else:
-                read_parquet(session.spark, path, schema).createOrReplaceTempView(view)
+                read_parquet(session.spark, path, schema).selectExpr(*columns).createOrReplaceTempView(view)
         for view, select in statements:
             session.spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW {view} AS {select}")
             defined.append(view)
@@ -161,11 +165,11 @@ def script(session, results: list[str], query: str | None = None) -> str:
     for name in results:
         saved = store.get(name)
         statements = lineage_statements(session, saved)
-        for view, (table, path, _) in _sources(session, saved).items():
+        for view, (table, path, _, columns) in _sources(session, saved).items():
             select = (
                 rows_sql(session.catalog, table, saved.base_versions[table])
                 if table and table != SHARED
-                else f"SELECT * FROM parquet.`{path.replace('`', '``')}`"
+                else f"SELECT {', '.join(columns)} FROM parquet.`{path.replace('`', '``')}`"
             )
             lines.append(f"CREATE OR REPLACE TEMPORARY VIEW {view} AS {select};")
         lines += [f"CREATE OR REPLACE TEMPORARY VIEW {view} AS {select};" for view, select in statements]
