@@ -158,8 +158,9 @@ class SavedResult:
     @property
     def query_columns(self) -> dict[str, str]:
         """The columns a query reading this result sees: the saved query's own, not ``_row``
-        or ``DL``."""
-        return {c: t for c, t in self.schema.items() if c not in (ROW, POSITION, DL, SHARED_REFS)}
+        (``_pos`` from format 5 on) or ``DL``."""
+        numbering = POSITION if self.positions is not None else ROW
+        return {c: t for c, t in self.schema.items() if c not in (numbering, DL, SHARED_REFS)}
 
     def rows_sql(self) -> list[str]:
         """The columns of ``ResultStore.rows`` as Spark SQL over rows.parquet's columns."""
@@ -171,6 +172,8 @@ class SavedResult:
 
         if self.positions is None:
             return rows
+        if len(rows) and not (0 <= rows.min() and rows.max() < self.rows):
+            raise BadInput(f"result {self.name} has rows 0..{self.rows - 1}, not {rows.min()}..{rows.max()}")
         partitions, firsts = np.array(self.positions, dtype=np.int64).reshape(-1, 2).T
         owner = np.searchsorted(firsts, rows, side="right") - 1
         return (partitions[owner] << PARTITION_BITS) + rows - firsts[owner]
@@ -384,7 +387,7 @@ class ResultStore:
         for upstream in named.values():  # a save made before references has no copy of its metadata
             kept = self.directory / upstream.name / upstream.stamp
             if kept.exists() and not (kept / METADATA).exists():
-                (kept / METADATA).write_text(json.dumps(asdict(upstream), indent=2))
+                (kept / METADATA).write_text(metadata_text(upstream))
         data_dir.mkdir()
         try:
             saved = frame.select(
@@ -434,7 +437,7 @@ class ResultStore:
             if gone:
                 raise BadInput(f"result {gone[0]} was saved again or dropped while {name} was computed from it: "
                                f"run the step again")
-            (data_dir / METADATA).write_text(json.dumps(asdict(result), indent=2))
+            (data_dir / METADATA).write_text(metadata_text(result))
         except BaseException:
             data_dir.remove()
             raise
@@ -517,7 +520,7 @@ class ResultStore:
         target = self.path(result.data).parent / f"index-{time.time_ns()}.parquet"
         write_index(self.rows(spark, result), target)
         result.index = target.relative_to(self.catalog.directory)
-        (target.parent / METADATA).write_text(json.dumps(asdict(result), indent=2))  # the save's own copy
+        (target.parent / METADATA).write_text(metadata_text(result))  # the save's own copy
         self._write_metadata(result)
         return result
 
@@ -545,7 +548,7 @@ class ResultStore:
 
     def _write_metadata(self, result: SavedResult) -> None:
         (self.directory / result.name / METADATA).write_atomically(
-            json.dumps(asdict(result), indent=2), f".result-{os.getpid()}-{time.time_ns()}.json"
+            metadata_text(result), f".result-{os.getpid()}-{time.time_ns()}.json"
         )
 
     def _remove_unreferenced(self, name: str, keep: str | None, referenced: set[tuple[str, str]] | None) -> None:
@@ -575,6 +578,15 @@ class ResultStore:
                 earlier = self._read(metadata)
                 pending.extend((n, earlier.results[n]) for n in earlier.references if n in earlier.results)
             data.remove()
+
+
+def metadata_text(result: SavedResult) -> str:
+    """``result.json``'s text; without ``positions`` for a result saved before format 5, which
+    the version that wrote it reads again."""
+    record = asdict(result)
+    if record["positions"] is None:
+        del record["positions"]
+    return json.dumps(record, indent=2)
 
 
 def lineage_ids(frame):
@@ -611,29 +623,48 @@ def rows_sql(positions: list[list[int]] | None, schema: dict[str, str]) -> list[
 
 def partition_positions(path: Location) -> tuple[list[list[int]], int]:
     """``[partition, its first _row]`` for each partition of the rows.parquet at ``path`` with
-    rows, and the number of rows, from the files' footers and first positions: a partition's
-    rows are in one file, or in several that continue each other (``maxRecordsPerFile``)."""
-    import pyarrow.parquet as pq
-
-    starts = []  # (first _pos, rows) of each file with rows
-    for file in path.glob("*.parquet"):
-        if not file.name.startswith((".", "_")):
-            with file.open() as stream:
-                parquet = pq.ParquetFile(stream)
-                if parquet.metadata.num_rows:
-                    first = parquet.read_row_group(0, columns=[POSITION]).column(0)[0].as_py()
-                    starts.append((first, parquet.metadata.num_rows))
+    rows, and the number of rows, from the files' footers: each file must hold a run of
+    consecutive positions (its least and greatest ``_pos`` as many apart as it has rows), and
+    a partition's rows one run in one file, or in several that continue each other
+    (``maxRecordsPerFile``).  Anything else would number rows wrongly, so it fails."""
+    runs = [_position_run(file) for file in path.glob("*.parquet") if not file.name.startswith((".", "_"))]
     positions, total, expected = [], 0, None
-    for first, rows in sorted(starts):
+    for first, last in sorted(run for run in runs if run is not None):
         partition, offset = first >> PARTITION_BITS, first & ((1 << PARTITION_BITS) - 1)
         if offset == 0:
             positions.append([partition, total])
         elif expected != first:
             raise CatalogError(f"{path}: a file's rows start at position {first}, which no other file leads to; "
                                f"save the result again")
-        total += rows
-        expected = first + rows
+        total += last - first + 1
+        expected = last + 1
     return positions, total
+
+
+def _position_run(file: Location) -> tuple[int, int] | None:
+    """The least and greatest ``_pos`` of a rows.parquet file, None when it has no rows: from
+    its row groups' statistics (the column itself where they are missing), checked to be a
+    run of consecutive positions, one a row."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    with file.open() as stream:
+        parquet = pq.ParquetFile(stream)
+        metadata = parquet.metadata
+        if not metadata.num_rows:
+            return None
+        column = next(c for c in range(metadata.num_columns) if metadata.schema.column(c).path == POSITION)
+        groups = [metadata.row_group(g) for g in range(metadata.num_row_groups)]
+        stats = [g.column(column).statistics for g in groups if g.num_rows]
+        if all(st is not None and st.has_min_max for st in stats):
+            least, greatest = min(st.min for st in stats), max(st.max for st in stats)
+        else:
+            bounds = pc.min_max(parquet.read(columns=[POSITION]).column(0))
+            least, greatest = bounds["min"].as_py(), bounds["max"].as_py()
+    if greatest - least + 1 != metadata.num_rows:
+        raise CatalogError(f"{file}: its {metadata.num_rows} rows hold positions {least} to {greatest}, not one "
+                           f"each; save the result again")
+    return least, greatest
 
 
 def directory_bytes(path: str | os.PathLike | Location) -> int:

@@ -89,7 +89,7 @@ RESULT_TYPES: dict[str, Check] = {
     "shared_sets": integer(),
     "shared_ids": integer(),
     "references": dict_of(integer()),
-    "positions": optional(list_of(lambda v: isinstance(v, list) and len(v) == 2 and all(integer()(x) for x in v))),
+    "positions": optional(list_of(lambda v: isinstance(v, list) and len(v) == 2 and all(map(integer(), v)))),
 }
 
 
@@ -154,3 +154,13 @@ def check_result(data: Any, file: Path, known_format: int, record: type) -> None
         raise damaged(file, f"it must hold a JSON object, not {type(data).__name__}")
     check_format(data, file, known_format, "result")
     check_fields(data, record, RESULT_TYPES, file, "the result")
+    positions = data.get("positions")
+    if ("_pos" in data.get("schema", {})) != (positions is not None):
+        raise damaged(file, "positions must be given exactly when rows.parquet has _pos")
+    if positions is not None:
+        partitions, firsts = [p for p, _ in positions], [f for _, f in positions]
+        ascending = all(a < b for a, b in zip(partitions, partitions[1:])) and all(
+            a < b for a, b in zip(firsts, firsts[1:])
+        )
+        if not ascending or firsts[:1] != ([0] if data["rows"] else []) or any(f >= data["rows"] for f in firsts):
+            raise damaged(file, "positions must name partitions and their first rows in ascending order, from row 0")

@@ -20,6 +20,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -97,6 +98,30 @@ def tpch_copy(tpch: LineageSession, tmp_path_factory, name: str) -> LineageSessi
     directory = tmp_path_factory.mktemp(name) / "catalog"
     shutil.copytree(tpch.catalog.directory, directory, ignore=shutil.ignore_patterns("results", "indexes"))
     return LineageSession(directory, spark=tpch.spark)
+
+
+@contextmanager
+def stored_before_positions(session: LineageSession, name: str, metadata_format: int = 4,
+                            without: tuple[str, ...] = ()) -> Iterator[None]:
+    """Saved result ``name`` as dltrace stored it before format 5, for the ``with`` block:
+    ``_row`` in its rows' file, no ``_pos`` and no ``positions`` (nor the fields ``without``)."""
+    import json
+
+    store = session.store
+    saved = store.get(name)
+    metadata = store.directory / name / "result.json"
+    text = metadata.read_text()
+    old_data = saved.data.replace("rows.parquet", "rows_stored_row.parquet")
+    store.rows(session.spark, saved).orderBy("_row").coalesce(1).write.parquet(str(store.path(old_data)))
+    record = {k: v for k, v in json.loads(text).items() if k not in ("positions", *without)}
+    record.update(format=metadata_format, data=old_data,
+                  schema={"_row": "bigint", **{c: t for c, t in record["schema"].items() if c != "_pos"}})
+    metadata.write_text(json.dumps(record))
+    try:
+        yield
+    finally:
+        metadata.write_text(text)
+        store.path(old_data).remove()
 
 
 def free_port() -> int:

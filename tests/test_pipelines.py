@@ -20,13 +20,13 @@ import numpy as np
 import pytest
 
 from dltrace import LineageSession
-from dltrace.errors import BadInput, DltraceError
+from dltrace.errors import BadInput, CatalogError, DltraceError
 from dltrace.formatting import lineage_ids
 from dltrace.ids import split_id
 from dltrace.impact import ImpactWarning
 from dltrace.results import POSITION, ResultStore
 from dltrace.spark import session_conf
-from tests.conftest import tpch_copy
+from tests.conftest import stored_before_positions, tpch_copy
 from tests.oracle import DuckOracle, check_completeness
 from tests.test_cli import cli, one_line
 
@@ -196,27 +196,69 @@ def test_create_table_plans_a_step_as_it_is_stored(pipelines, referencing, step,
         pipelines.drop_result("saved_step")
 
 
+def test_partition_positions_read_from_the_files(tmp_path):
+    """Each partition's first ``_row`` from the files' footers (their column where a writer
+    kept no statistics), whatever their names: an empty
+    file skipped, a partition continued in a second file (``maxRecordsPerFile``); a file
+    that is not a run of consecutive positions, or a partition's file that does not continue
+    the one before, fails in one line instead of numbering rows wrongly."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from dltrace.results import PARTITION_BITS, partition_positions
+    from dltrace.storage import location
+
+    def written(files: dict[str, list[int]], statistics: bool = True):
+        directory = tmp_path / f"rows{len(list(tmp_path.iterdir()))}.parquet"
+        directory.mkdir()
+        for name, positions in files.items():
+            pq.write_table(pa.table({POSITION: pa.array(positions, pa.int64()), "n": pa.array(positions)}),
+                           directory / name, row_group_size=2, write_statistics=statistics)
+        return location(directory)
+
+    p = 1 << PARTITION_BITS
+    files = {"part-00000-c000.parquet": [], "part-00003-c000.parquet": [3 * p, 3 * p + 1],
+             "part-00001-c001.parquet": [p + 3, p + 4], "part-00001-c000.parquet": [p, p + 1, p + 2]}
+    assert partition_positions(written(files)) == ([[1, 0], [3, 5]], 7)
+    assert partition_positions(written(files, statistics=False)) == ([[1, 0], [3, 5]], 7)  # read from the column
+    assert partition_positions(written({"a.parquet": []})) == ([], 0)
+    with pytest.raises(CatalogError, match="hold positions 0 to 3, not one each"):
+        partition_positions(written({"a.parquet": [0, 1, 3]}))
+    with pytest.raises(CatalogError, match=f"start at position {p + 4}, which no other file leads to"):
+        partition_positions(written({"a.parquet": [p, p + 1], "b.parquet": [p + 4]}))
+
+
+@pytest.mark.parametrize("damage, expected", [
+    (lambda positions: None, "positions must be given exactly when rows.parquet has _pos"),
+    (lambda positions: positions + [[positions[-1][0] + 1, 0]], "in ascending order, from row 0"),
+    (lambda positions: [[p, f + 1] for p, f in positions], "in ascending order, from row 0"),
+])
+def test_damaged_positions_are_one_line(capsys, pipelines, referencing, damage, expected):
+    """``positions`` number every row of a format 5 result: missing, out of order or not
+    starting at row 0, the result.json is damaged, said in one line."""
+    metadata = pipelines.store.directory / "ref_custrev" / "result.json"
+    text = metadata.read_text()
+    record = json.loads(text)
+    metadata.write_text(json.dumps({**record, "positions": damage(record["positions"])}))
+    try:
+        code, _, err = cli(capsys, "results", "--catalog", str(pipelines.catalog.directory))
+        assert code == 1 and "result.json is damaged" in one_line(err) and expected in err
+    finally:
+        metadata.write_text(text)
+
+
 def test_results_that_store_row_numbers_still_load(pipelines, referencing):
     """A result saved before format 5 stores ``_row`` (no ``_pos``, no ``positions``): reading
     it, a lookup by ``_row``, impact, explain and a step reading it give what they gave."""
     store = pipelines.store
-    saved = store.get("ref_custrev")
     source = "lineitem WHERE l_orderkey = 7"
     before = pipelines.result("ref_custrev").collect()
     hits, explained = pipelines.impact(source, result="ref_custrev").collect(), pipelines.explain("ref_custrev", 3)
     step = "select c_nationkey, count(*) as n from ref_custrev group by c_nationkey"
     downstream = bag(pipelines.sql(step).collect())
-    metadata = store.directory / "ref_custrev" / "result.json"
-    text = metadata.read_text()
-    old_data = saved.data.replace("rows.parquet", "rows_format4.parquet")
-    store.rows(pipelines.spark, saved).orderBy("_row").coalesce(1).write.parquet(str(store.path(old_data)))
-    record = json.loads(text)
-    record.update(format=4, data=old_data, positions=None,
-                  schema={"_row": "bigint", **{c: t for c, t in record["schema"].items() if c != POSITION}})
-    metadata.write_text(json.dumps(record))
-    try:
+    with stored_before_positions(pipelines, "ref_custrev"):
         old = store.get("ref_custrev")
-        assert old.positions is None and old.rows_sql() == ["*"]
+        assert old.positions is None and old.rows_sql() == ["*"] and "_row" in old.schema
         assert pipelines.result("ref_custrev").collect() == before
         found = store.rows_at(pipelines.spark, old, np.array([3, 5], dtype=np.int64)).orderBy("_row").collect()
         assert found == [before[3], before[5]]
@@ -225,9 +267,6 @@ def test_results_that_store_row_numbers_still_load(pipelines, referencing):
             t: f.collect() for t, f in explained.items()
         }
         assert bag(pipelines.sql(step).collect()) == downstream
-    finally:
-        metadata.write_text(text)
-        store.path(old_data).remove()
 
 
 @pytest.fixture()

@@ -21,7 +21,7 @@ from dltrace import LineageSession, rewriter
 from dltrace.formatting import lineage_ids
 from dltrace.ids import make_id
 from dltrace.results import DL, FORMAT, ROW, SHARED_REFS
-from tests.conftest import ROOT, tpch_copy
+from tests.conftest import ROOT, stored_before_positions, tpch_copy
 from tpch.duck import connect
 from tpch.queries import load
 
@@ -160,18 +160,14 @@ def test_results_saved_before_shared_sets_still_load(shared):
     """A format 2 ``result.json`` (no shared fields) loads, and impact, explain and reading
     the result work on it as before."""
     saved = shared.save(shared.sql("select n_regionkey, count(*) as n from nation group by n_regionkey"), "sh_format2")
-    metadata = Path(shared.store.directory) / "sh_format2" / "result.json"
-    record = json.loads(metadata.read_text())
-    for field in ("shared", "shared_sets", "shared_ids"):
-        record.pop(field)
-    metadata.write_text(json.dumps({**record, "format": 2}))
-    old = shared.store.get("sh_format2")
-    assert old.format == 2 and old.shared is None and old.rows == saved.rows
     stored = shared.store.rows(shared.spark, saved).collect()
-    assert whole_dls(shared.result("sh_format2").collect()) == whole_dls(stored)
-    hits = shared.impact("nation WHERE n_nationkey = 0", result="sh_format2").collect()
-    assert len(hits) == 1 and len(hits[0][DL]) == 1
-    assert sum(rows.count() for rows in shared.explain("sh_format2", 0).values()) == 5  # five nations a region
+    with stored_before_positions(shared, "sh_format2", 2, without=("shared", "shared_sets", "shared_ids")):
+        old = shared.store.get("sh_format2")
+        assert old.format == 2 and old.shared is None and old.positions is None and old.rows == saved.rows
+        assert whole_dls(shared.result("sh_format2").collect()) == whole_dls(stored)
+        hits = shared.impact("nation WHERE n_nationkey = 0", result="sh_format2").collect()
+        assert len(hits) == 1 and len(hits[0][DL]) == 1
+        assert sum(rows.count() for rows in shared.explain("sh_format2", 0).values()) == 5  # five nations a region
 
 
 def test_a_lineage_copy_of_no_rows_has_no_lineage_not_even_a_nested_subquerys(paper):

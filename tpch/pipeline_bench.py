@@ -5,7 +5,7 @@ against the same steps without lineage writing their rows as Parquet, in one ses
 
 The steps: revenue per customer (customer, orders, lineitem), per nation (reading step 1),
 per region (reading step 2).  With lineage each step is a ``CREATE OR REPLACE TABLE``
-of a ``dltrace run`` script: the query with lineage, saved as a result (rows with ``_row``
+of a ``dltrace run`` script: the query with lineage, saved as a result (rows with ``_pos``
 and ``DL``, a forward index when the rows are large enough), and the next step reads the
 saved result.  Without lineage each step is the plain query written as Parquet, and the
 next step reads that Parquet.  Rounds alternate the two, after a warm-up round; the ratio

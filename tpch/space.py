@@ -318,7 +318,7 @@ def measure(
 
 def measure_candidates(session, spaces: list[Space], scratch: Path) -> None:
     """Rewrite every saved result's rows and shared sets with each candidate's writer options
-    (as many files as the save wrote, rows in ``_row`` order), record bytes and the seconds
+    (as many files as the save wrote, rows in ``_pos`` order), record bytes and the seconds
     to scan every id."""
     from pyspark.sql import functions as F
 
@@ -474,7 +474,7 @@ def markdown(spaces: list[Space], title: str, context: list[str]) -> str:
         "* **ids**: the sum over rows of each row's whole DL (own ids and shared sets spelled out); "
         "**shared ids**: the ids of the sets all rows share, stored once in `shared.parquet`.",
         "* **bytes now**: `rows.parquet` + `shared.parquet` as saved (every file: Parquet, `.crc`, `_SUCCESS`), "
-        "query columns and `_row` included; **of which lineage**: the `DL` and `DL_shared` column chunks "
+        "query columns and `_pos` included; **of which lineage**: the `DL` and `DL_shared` column chunks "
         "(Parquet footers) plus `shared.parquet`; **index bytes**: `index.parquet`, when the save built it.",
         *(
             [

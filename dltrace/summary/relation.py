@@ -11,7 +11,9 @@ For saved result ``q3`` (reading orders, customer, lineitem)::
 Views rather than a table-valued function: Spark SQL has no SQL-defined table functions,
 and a Python UDTF would not run in ``spark-sql``; views are plain SQL over the catalog's
 Parquet, so the same statements serve ``LineageSession.lineage_views`` and the script
-``dltrace lineage-sql`` prints.  Filters on ``_row`` reach the scan of the saved rows.
+``dltrace lineage-sql`` prints.  Filters on ``_row`` reach the scan of the saved rows when
+the result was written in one partition (``_row`` is ``_pos`` itself); in several, ``_row``
+is computed from ``_pos`` and Spark cannot push a filter on it into the scan.
 """
 
 from __future__ import annotations
