@@ -472,6 +472,13 @@ class LineageSession:
                 shared_disjoint = bool(whole.get(rewriter.SHARED) and whole[rewriter.SHARED].disjoint)
             else:
                 frame = self._row_lineage(query, semantics, repr, references=True)
+            # the saves the step's DLs name are those its plan read (the views' files): one saved
+            # again since the plan (another process) would be recorded in place of the one named
+            planned = {n: _VIEW_PATHS.get((id(self.spark), n)) for n in read}
+            moved = sorted(n for n, r in read.items() if planned[n] != str(self.store.path(r.data)))
+            if moved:
+                raise BadInput(f"result {moved[0]} was saved again while {name.lower()} was computed from it: "
+                               f"run the step again")
             references = reference_codes(read)
             named_rows_disjoint = all(r.disjoint and not r.shared_sets for r in read.values())
         rows, sets = self.shared_lineage(frame)  # shared sets are stored once, not in every row

@@ -799,6 +799,31 @@ def test_an_upstream_saved_again_while_a_step_is_computed_fails_the_step_in_one_
     assert not pipelines.store.exists("ref_natrev") and before.stamp
 
 
+def test_an_upstream_saved_again_after_a_step_is_planned_fails_the_step_in_one_line(pipelines, referencing,
+                                                                                      monkeypatch):
+    """Another process saves the upstream result again between the step's plan and its save:
+    the step's DLs name rows of the save its plan read, so recording the newer save would
+    make them name the wrong rows; the step fails in one line and saves nothing."""
+    from dltrace.session import LineageSession as Session
+
+    planned = Session._row_lineage
+    resaved = []
+
+    def meanwhile(self, *args, **kwargs):
+        frame = planned(self, *args, **kwargs)
+        if not resaved:
+            resaved.append(True)
+            other = Session(self.catalog.directory, spark=self.spark)  # its views are the same Spark's
+            other.store.save(other.sql(REFERENCE_STEPS[0][1] + " having count(*) > 1"), "ref_custrev",
+                             REFERENCE_STEPS[0][1] + " having count(*) > 1", "control", "set")
+        return frame
+
+    monkeypatch.setattr(Session, "_row_lineage", meanwhile)
+    with pytest.raises(BadInput, match="result ref_custrev was saved again while ref_step was computed from it"):
+        pipelines.create_table("ref_step", REFERENCE_STEPS[1][1])
+    assert resaved and not pipelines.store.exists("ref_step")
+
+
 def test_two_terms_over_one_table_are_not_disjoint(pipelines, referencing):
     """Grouped by order, each row holds its order's id and a step row's whole DL, which
     names other orders: an order's id can be in two rows, so the result is not disjoint."""
