@@ -239,7 +239,7 @@ class ResultStore:
     def rows(self, spark, result: SavedResult):
         """The saved rows as stored: ``_row``, the query's columns, ``DL`` (the row's own ids)
         and, when the result has shared sets, ``DL_shared``."""
-        return read_parquet(spark, self.path(result.data), result.schema).selectExpr(*result.rows_sql())
+        return self._stored_rows(spark, result).selectExpr(*result.rows_sql())
 
     def rows_at(self, spark, result: SavedResult, rows):
         """The saved rows (as ``rows``) numbered ``rows`` (numpy int64): Spark reads only the
@@ -248,8 +248,11 @@ class ResultStore:
 
         stored = POSITION if result.positions is not None else ROW
         wanted = [int(p) for p in result.positions_of(rows)]
-        frame = read_parquet(spark, self.path(result.data), result.schema).where(F.col(stored).isin(wanted))
-        return frame.selectExpr(*result.rows_sql())
+        return self._stored_rows(spark, result).where(F.col(stored).isin(wanted)).selectExpr(*result.rows_sql())
+
+    def _stored_rows(self, spark, result: SavedResult):
+        """rows.parquet's columns as written (``_pos`` from format 5 on, ``_row`` before)."""
+        return read_parquet(spark, self.path(result.data), result.schema)
 
     def shared_sets(self, spark, result: SavedResult):
         """The shared sets as stored, ``(set_id, id)`` sorted, or None when the result has none."""

@@ -474,8 +474,8 @@ class LineageSession:
                 frame = self._row_lineage(query, semantics, repr, references=True)
             # the saves the step's DLs name are those its plan read (the views' files): one saved
             # again since the plan (another process) would be recorded in place of the one named
-            planned = {n: _VIEW_PATHS.get((id(self.spark), n)) for n in read}
-            moved = sorted(n for n, r in read.items() if planned[n] != str(self.store.path(r.data)))
+            moved = sorted(n for n, r in read.items()
+                           if _VIEW_PATHS.get((id(self.spark), n)) != str(self.store.path(r.data)))
             if moved:
                 raise BadInput(f"result {moved[0]} was saved again while {name.lower()} was computed from it: "
                                f"run the step again")

@@ -155,8 +155,8 @@ def check_result(data: Any, file: Path, known_format: int, record: type) -> None
     check_format(data, file, known_format, "result")
     check_fields(data, record, RESULT_TYPES, file, "the result")
     positions = data.get("positions")
-    if ("_pos" in data.get("schema", {})) != (positions is not None):
-        raise damaged(file, "positions must be given exactly when rows.parquet has _pos")
+    if (data.get("format", 1) >= 5) != (positions is not None):  # before 5 a query column may be named _pos
+        raise damaged(file, "positions must be given exactly when rows.parquet has _pos (format 5 on)")
     if positions is not None:
         partitions, firsts = [p for p, _ in positions], [f for _, f in positions]
         ascending = all(a < b for a, b in zip(partitions, partitions[1:])) and all(

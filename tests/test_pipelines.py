@@ -228,6 +228,20 @@ def test_partition_positions_read_from_the_files(tmp_path):
         partition_positions(written({"a.parquet": [p, p + 1], "b.parquet": [p + 4]}))
 
 
+def test_a_result_before_format_5_may_have_a_column_named_pos(tmp_path):
+    """Before format 5 ``_pos`` was not reserved: such a result's ``_pos`` is a query column,
+    and its ``result.json`` without ``positions`` is whole."""
+    from dltrace.results import FORMAT, SavedResult
+    from dltrace.validation import check_result
+
+    record = {"name": "old", "query": "select 1 as _pos", "semantics": "control", "representation": "set",
+              "catalog_version": 1, "tables": {}, "created_at": 0.0, "rows": 1, "columns": ["_pos"],
+              "data": "results/old/s/rows.parquet", "index": None, "format": 4,
+              "schema": {"_row": "bigint", "_pos": "int", "DL": "array<bigint>"}}
+    check_result(record, tmp_path / "result.json", FORMAT, SavedResult)
+    assert SavedResult(**record).query_columns == {"_pos": "int"}
+
+
 @pytest.mark.parametrize("damage, expected", [
     (lambda positions: None, "positions must be given exactly when rows.parquet has _pos"),
     (lambda positions: positions + [[positions[-1][0] + 1, 0]], "in ascending order, from row 0"),
