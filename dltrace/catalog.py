@@ -34,7 +34,7 @@ from dltrace.errors import BadInput, CatalogError, UnknownTable
 from dltrace.ids import MAX_TABLE_CODE, make_id, split_id
 from dltrace.recovery import sweep
 from dltrace.storage import Location, glob, is_glob, location
-from dltrace.table_data import file_records, listed_files
+from dltrace.table_data import backquoted, file_records, listed_files
 from dltrace.validation import check_catalog
 
 FORMAT = 1
@@ -452,7 +452,7 @@ def quoted(name: str):
     """A column by its exact name (dots and spaces in source column names stay literal)."""
     from pyspark.sql import functions as F
 
-    return F.col("`" + name.replace("`", "``") + "`")
+    return F.col(backquoted(name))
 
 
 def _in_source_order(frame, F):

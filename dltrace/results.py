@@ -62,6 +62,7 @@ import posixpath
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 
 from sqlglot import exp
 
@@ -70,7 +71,7 @@ from dltrace.errors import BadInput, CatalogError, DltraceError
 from dltrace.ids import FIRST_REFERENCE_ID, ROW_BITS, ROW_MASK
 from dltrace.recovery import referenced_saves
 from dltrace.storage import Location, location
-from dltrace.table_data import read_parquet
+from dltrace.table_data import backquoted, read_parquet
 from dltrace.validation import check_result
 
 FORMAT = 5  # 5: _pos for _row; 4: references; 3: shared sets; 2: inputs (results, lineage_tables, stamp); 1-4 load
@@ -393,9 +394,8 @@ class ResultStore:
                 (kept / METADATA).write_text(metadata_text(upstream))
         data_dir.mkdir()
         try:
-            saved = frame.select(
-                F.monotonically_increasing_id().alias(POSITION), *map(quoted, columns), *lineage_columns
-            )
+            saved = frame.selectExpr(f"monotonically_increasing_id() AS {POSITION}", *map(backquoted, columns),
+                                     *lineage_columns)
             saved.write.options(**WRITE_OPTIONS).option("parquet.block.size", ROWS_ROW_GROUP_BYTES).parquet(
                 str(data_dir / "rows.parquet")
             )
@@ -621,7 +621,7 @@ def rows_sql(positions: list[list[int]] | None, schema: dict[str, str]) -> list[
         by_partition = ", ".join(str(offsets.get(p, 0)) for p in range(max(offsets) + 1))
         partition = f"CAST(shiftright({POSITION}, {PARTITION_BITS}) AS INT)"
         row = f"{POSITION} - element_at(array({by_partition}), {partition} + 1)"
-    return [f"{row} AS {ROW}", *(f"`{c.replace('`', '``')}`" for c in schema if c != POSITION)]
+    return [f"{row} AS {ROW}", *(backquoted(c) for c in schema if c != POSITION)]
 
 
 def partition_positions(path: Location) -> tuple[list[list[int]], int]:
@@ -709,6 +709,11 @@ def names_read(query: str) -> set[str]:
     """The names of the tables, saved results and views ``query`` reads (lower case); a
     name a CTE defines is the CTE's where the CTE is visible, as in SQL (``WITH orders AS
     (SELECT ... FROM orders)`` reads the table)."""
+    return set(_names_read(query))
+
+
+@lru_cache(maxsize=64)  # a pipeline step asks it of the same texts several times
+def _names_read(query: str) -> frozenset[str]:
     from sqlglot.errors import SqlglotError
     from sqlglot.optimizer.scope import traverse_scope
 
@@ -717,10 +722,10 @@ def names_read(query: str) -> set[str]:
     try:
         expression = parse(query)
     except DltraceError:
-        return set()
+        return frozenset()
     try:
-        return {source.name.lower() for scope in traverse_scope(expression) for source in scope.sources.values()
-                if isinstance(source, exp.Table)}
+        return frozenset(source.name.lower() for scope in traverse_scope(expression)
+                         for source in scope.sources.values() if isinstance(source, exp.Table))
     except SqlglotError:  # scopes sqlglot cannot build: every name not defined by a CTE
         defined = {cte.alias_or_name.lower() for cte in expression.find_all(exp.CTE)}
-        return {table.name.lower() for table in expression.find_all(exp.Table)} - defined
+        return frozenset({table.name.lower() for table in expression.find_all(exp.Table)} - defined)

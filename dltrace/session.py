@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 from dltrace import granularity, rewriter
 from dltrace.broadcasts import keep_broadcasts
-from dltrace.catalog import NAME_PATTERN, Catalog, TableEntry, quoted, register
+from dltrace.catalog import NAME_PATTERN, Catalog, TableEntry, register
 from dltrace.engine import reference_codes, rewrite_over_catalog
 from dltrace.errors import BadInput, CatalogError, SourceChanged, spark_error
 from dltrace.plain import plain_sql, with_spark_aliases, with_spark_names
@@ -18,11 +18,13 @@ from dltrace.results import DL, ROW, ResultStore, SavedResult, names_read
 from dltrace.rewriter.base_table import tagged_row_ids
 from dltrace.rewriter.saved_result import LINEAGE_COLUMN, ROW_COLUMN, shared_view
 from dltrace.spark import SORTED_AGGREGATES, get_spark, session_conf
-from dltrace.table_data import check_unchanged, rows_sql, table_rows
+from dltrace.table_data import backquoted, check_unchanged, rows_sql, table_rows
 from dltrace.views import ViewStore, inline
 
 DEFAULT_CATALOG = ".dltrace"
 _VIEW_PATHS: dict[tuple[int, str], str] = {}  # (Spark session, view name) -> the Parquet it reads
+# (Spark session, saved result) whose view has its rows but not their resolved lineage (_ensure_views)
+_ROWS_ONLY_VIEWS: set[tuple[int, str]] = set()
 
 
 def catalog_dir(catalog: str | os.PathLike | None) -> str | os.PathLike:
@@ -162,7 +164,7 @@ class LineageSession:
         expanded = inline(expression, definition)
         return query if expanded is expression else expanded.sql(dialect="spark")
 
-    def _ensure_views(self, names: set[str] | None = None) -> None:
+    def _ensure_views(self, names: set[str] | None = None, lineage: bool = True) -> None:
         """Temporary views named as the catalog's tables, over their Parquet with ``_dl_id``,
         and as its saved results, over their rows with the saved DL as ``_dl_lineage``: all of
         them, or those among ``names`` (what a query reads: a pipeline step saved a moment ago
@@ -173,6 +175,11 @@ class LineageSession:
 
         The files of in-place tables are checked (a stat each): a changed one's error is kept
         in ``_stale`` and raised by a query that reads the table (``run``).
+
+        Without ``lineage`` (the query does not read ``_dl_lineage``: a step naming the rows it
+        reads), the view of a result whose DLs name upstream rows has its rows alone: resolving
+        them to base ids is a plan of joins that Spark would prune anyway, and building it
+        costs more than the rest of a small step's planning.
         """
         self._stale: dict[str, SourceChanged | CatalogError] = {}
         if names is not None:  # a result's shared sets are read through a view of their own
@@ -191,28 +198,36 @@ class LineageSession:
                 # the recorded schema spares Spark a job per table to infer it from footers
                 table_rows(self.spark, self.catalog, name).createOrReplaceTempView(name)
                 _VIEW_PATHS[(id(self.spark), name)] = path
-        from pyspark.sql import functions as F
 
         for name, result in self.saved_results().items():
             if names is not None and name not in names:
                 continue
-            path = str(self.store.path(result.data))
-            if _VIEW_PATHS.get((id(self.spark), name)) != path:
-                # the upstream rows a step's DLs name are resolved when a query reads their
-                # lineage; a step saved from it reads only _dl_row (Spark prunes the rest)
-                try:
+            path, key = str(self.store.path(result.data)), (id(self.spark), name)
+            rows_only = bool(result.references) and not lineage
+            if _VIEW_PATHS.get(key) == path and (rows_only or key not in _ROWS_ONLY_VIEWS):
+                continue
+            try:
+                if rows_only:  # the upstream saves it names must still be there
+                    self.store.referenced(result)
+                    rows = self.store.rows(self.spark, result)
+                else:
                     rows = self.store.lineage_without_shared(self.spark, result)
-                except CatalogError as error:  # e.g. the upstream save it names is gone
-                    self._stale[name] = error  # raised by a query that reads it, not by every query
-                    continue
+            except CatalogError as error:  # e.g. the upstream save it names is gone
+                self._stale[name] = error  # raised by a query that reads it, not by every query
+                continue
+            columns = [*map(backquoted, result.query_columns), f"{ROW} AS {ROW_COLUMN}"]
+            if not rows_only:
                 # typed without NULL elements, as the rewriter's own sets: Spark sorts such arrays
                 # natively instead of with a boxed comparator
-                lineage = F.array_compact(rows[DL]).alias(LINEAGE_COLUMN)
-                number = rows[ROW].alias(ROW_COLUMN)
-                rows.select(*map(quoted, result.query_columns), lineage, number).createOrReplaceTempView(name)
-                if result.shared:
-                    self.store.shared_sets(self.spark, result).createOrReplaceTempView(shared_view(name))
-                _VIEW_PATHS[(id(self.spark), name)] = path
+                columns.append(f"array_compact({DL}) AS {LINEAGE_COLUMN}")
+            rows.selectExpr(*columns).createOrReplaceTempView(name)
+            if result.shared:
+                self.store.shared_sets(self.spark, result).createOrReplaceTempView(shared_view(name))
+            _VIEW_PATHS[key] = path
+            if rows_only:
+                _ROWS_ONLY_VIEWS.add(key)
+            else:
+                _ROWS_ONLY_VIEWS.discard(key)
 
     def rewrite(
         self,
@@ -353,7 +368,7 @@ class LineageSession:
 
         if reads is None:
             reads = names_read(spark_sql) or None  # nothing found (or SQL sqlglot cannot read): every view
-        self._ensure_views(reads)
+        self._ensure_views(reads, lineage=LINEAGE_COLUMN in spark_sql.lower())
         self._check_fresh(reads or ())
         udafs.register(self.spark)
         self.udfs()  # the catalog's reason-capable UDFs, callable by name
@@ -392,16 +407,16 @@ class LineageSession:
                 raise BadInput(f"saved result {name} names the rows of results it was computed from, which a "
                                f"spark-sql script cannot resolve: inline its query as a CTE")
             if name in read:
-                path = str(self.store.path(result.data)).replace("`", "``")
-                columns = ", ".join(f"`{c.replace('`', '``')}`" for c in result.query_columns)
+                path = backquoted(str(self.store.path(result.data)))
+                columns = ", ".join(map(backquoted, result.query_columns))
                 lines.append(
                     f"CREATE OR REPLACE TEMPORARY VIEW {name} AS "
-                    f"SELECT {columns}, array_compact({DL}) AS {LINEAGE_COLUMN} FROM parquet.`{path}`;"
+                    f"SELECT {columns}, array_compact({DL}) AS {LINEAGE_COLUMN} FROM parquet.{path};"
                 )
                 if result.shared:
-                    shared = str(self.store.path(result.shared)).replace("`", "``")
+                    shared = backquoted(str(self.store.path(result.shared)))
                     lines.append(
-                        f"CREATE OR REPLACE TEMPORARY VIEW {shared_view(name)} AS SELECT * FROM parquet.`{shared}`;"
+                        f"CREATE OR REPLACE TEMPORARY VIEW {shared_view(name)} AS SELECT * FROM parquet.{shared};"
                     )
         lines.append(text + ";")
         return "\n".join(lines) + "\n"

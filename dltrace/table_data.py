@@ -25,6 +25,15 @@ from dltrace.storage import Location, glob, is_glob, location
 ID_COLUMN = "_dl_id"
 
 
+def backquoted(name: str) -> str:
+    """``name`` as one Spark SQL identifier or path, whatever it holds (dots, spaces, backquotes).
+
+    >>> backquoted("order date"), backquoted("a`b")
+    ('`order date`', '`a``b`')
+    """
+    return "`" + name.replace("`", "``") + "`"
+
+
 def listed_files(source: str | os.PathLike | Location) -> list[Location] | None:
     """The files a source names, as Spark lists them (a file; a directory's files without
     the hidden ``_``/``.`` ones; a glob's matches), sorted by path; None when it holds
@@ -164,7 +173,7 @@ def table_rows(spark, catalog, name: str, version: int | None = None):
     schema = {c: t for c, t in (entry.version_schema(version) or {}).items() if c != ID_COLUMN}
     reader = spark.read
     if schema:
-        reader = reader.schema(", ".join(f"`{c.replace('`', '``')}` {t}" for c, t in schema.items()))
+        reader = reader.schema(", ".join(f"{backquoted(c)} {t}" for c, t in schema.items()))
     frame = reader.parquet(*(f["path"] for f in files))
     return frame.select("*", F.expr(id_sql(entry.code, files)).alias(ID_COLUMN))
 
@@ -173,10 +182,10 @@ def rows_sql(catalog, name: str, version: int | None = None) -> str:
     """The same as ``table_rows``, as a Spark SQL query (for ``spark-sql`` scripts)."""
     entry, files = checked_files(catalog, name, version)
     if not files:
-        return f"SELECT * FROM parquet.`{str(catalog.data_path(name, version)).replace('`', '``')}`"
+        return f"SELECT * FROM parquet.{backquoted(str(catalog.data_path(name, version)))}"
     old = next((o for o in entry.previous if o["version"] == version), {})
     source = old.get("source", entry.source)  # lists the recorded files, as checked above
-    return f"SELECT *, {id_sql(entry.code, files)} AS {ID_COLUMN} FROM parquet.`{source.replace('`', '``')}`"
+    return f"SELECT *, {id_sql(entry.code, files)} AS {ID_COLUMN} FROM parquet.{backquoted(source)}"
 
 
 def duckdb_rows_sql(catalog, name: str, version: int | None = None) -> str:
@@ -201,5 +210,5 @@ def read_parquet(spark, path: Location, schema: dict[str, str] | None = None):
     files' footers (a noticeable part of a sub-second lookup)."""
     reader = spark.read
     if schema:
-        reader = reader.schema(", ".join(f"`{name.replace('`', '``')}` {kind}" for name, kind in schema.items()))
+        reader = reader.schema(", ".join(f"{backquoted(name)} {kind}" for name, kind in schema.items()))
     return reader.parquet(str(path))

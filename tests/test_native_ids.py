@@ -131,3 +131,21 @@ def test_the_command_prints_the_jar_a_server_is_started_with(capsys) -> None:
     assert native.main() == 0
     jar = capsys.readouterr().out.strip()
     assert jar == str(native.jar_path()) and jar.endswith(".jar")
+
+
+def test_jars_untouched_for_a_month_are_pruned_when_another_is_built(tmp_path) -> None:
+    import os
+    import time
+
+    old, recent, failed, other = (tmp_path / name for name in (
+        "dltrace-native-old.jar", "dltrace-native-recent.jar", "dltrace-native-old.failed", "unrelated.jar"))
+    for file in (old, recent, failed, other):
+        file.write_text("")
+    month_ago = time.time() - (native.UNUSED_DAYS + 1) * 86400
+    for file in (old, failed, other):
+        os.utime(file, (month_ago, month_ago))
+    kept = tmp_path / "dltrace-native-kept.jar"
+    kept.write_text("")
+    os.utime(kept, (month_ago, month_ago))
+    native.prune_unused(tmp_path, keep=(kept,))
+    assert sorted(f.name for f in tmp_path.iterdir()) == sorted(f.name for f in (recent, other, kept))

@@ -867,3 +867,31 @@ def test_views_are_made_for_what_a_query_reads(pipelines):
     assert "nation" in views and "region" not in views and "lazy_step" not in views
     assert pipelines.sql("select sum(n) as n from lazy_step").collect()[0].n == 25
     pipelines.drop_result("lazy_step")
+
+
+def test_a_step_over_named_rows_reads_them_unresolved_and_a_later_query_resolves_them(pipelines, referencing):
+    """A step over a result whose DLs name upstream rows names those rows in turn: its view of
+    the result has the rows alone.  A query that reads the result's lineage afterwards gets
+    it resolved, and a step over it fails in one line once the save it names is gone."""
+    from dltrace.session import _ROWS_ONLY_VIEWS, _VIEW_PATHS
+
+    _VIEW_PATHS.clear()
+    _ROWS_ONLY_VIEWS.clear()
+    step = "select count(*) as nations, sum(revenue) as revenue from ref_natrev"
+    pipelines.create_table("ref_total", step, replace=True)
+    assert (id(pipelines.spark), "ref_natrev") in _ROWS_ONLY_VIEWS
+    whole = sorted(i for ids in referencing["ref_natrev"].values() for i in ids)
+    assert [list(r.DL) for r in pipelines.result("ref_total").collect()] == [whole]
+    read = pipelines.sql("select c_nationkey, revenue from ref_natrev")
+    spelled = {(r.c_nationkey, tuple(r.DL)) for r in read.collect()}
+    assert spelled == {(r.c_nationkey, tuple(r.DL)) for r in pipelines.result("ref_natrev").collect()}
+    assert (id(pipelines.spark), "ref_natrev") not in _ROWS_ONLY_VIEWS
+    kept = pipelines.store.path(pipelines.store.get("ref_custrev").data).parent
+    saved = pipelines.store.get("ref_total").stamp
+    pipelines.create_table("ref_custrev", REFERENCE_STEPS[0][1] + " having count(*) > 1", replace=True)
+    kept.remove()  # lost by hand
+    _VIEW_PATHS.clear()
+    with pytest.raises(DltraceError, match="names rows of result ref_custrev .* which are gone: save ref_natrev again"):
+        pipelines.create_table("ref_total", step, replace=True)
+    assert pipelines.store.get("ref_total").stamp == saved
+    pipelines.drop_result("ref_total")

@@ -38,6 +38,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from dltrace.table_data import backquoted
+
 MIN_GAIN = 0.02  # a constraint must raise the F1 estimate by this much to be added
 MAX_CONSTRAINTS = 4  # a pattern people can read; more fits the sample's noise
 EQUALITY_CANDIDATES = 8  # most frequent lineage values of a categorical column tried
@@ -98,7 +100,7 @@ def quote(name: str) -> str:
     >>> quote("l_shipdate"), quote("order date")
     ('l_shipdate', '`order date`')
     """
-    return name if name.isidentifier() and name.isascii() else "`" + name.replace("`", "``") + "`"
+    return name if name.isidentifier() and name.isascii() else backquoted(name)
 
 
 def literal(value, sql_type: str) -> str:

@@ -33,7 +33,7 @@ from dltrace.results import (
 )
 from dltrace.summary.patterns import quote
 from dltrace.summary.stored import require_lineage
-from dltrace.table_data import read_parquet, rows_sql, table_rows
+from dltrace.table_data import backquoted, read_parquet, rows_sql, table_rows
 
 SHARED = "*shared"  # in _sources: the helper view over the shared sets (no table has this name)
 TABLE = "base_table"
@@ -171,7 +171,7 @@ def script(session, results: list[str], query: str | None = None) -> str:
             select = (
                 rows_sql(session.catalog, table, saved.base_versions[table])
                 if table and table != SHARED
-                else f"SELECT {', '.join(columns)} FROM parquet.`{path.replace('`', '``')}`"
+                else f"SELECT {', '.join(columns)} FROM parquet.{backquoted(path)}"
             )
             lines.append(f"CREATE OR REPLACE TEMPORARY VIEW {view} AS {select};")
         lines += [f"CREATE OR REPLACE TEMPORARY VIEW {view} AS {select};" for view, select in statements]

@@ -35,7 +35,7 @@ from dltrace.recovery import build_once
 from dltrace.storage import Location
 from dltrace.summary.patterns import Column, LearnedPattern, learn_patterns
 from dltrace.summary.stored import row_ids
-from dltrace.table_data import read_parquet
+from dltrace.table_data import backquoted, read_parquet
 
 DEFAULT_PATTERNS = 3
 LINEAGE_SAMPLE = 4000  # lineage rows per table the patterns are learned on: recall within ±1.6%
@@ -141,7 +141,7 @@ def _columns(session, table: str, version: int | None) -> tuple[list[Column], di
     columns, fetch = [], {}
     for name in order:
         kind = schema[name]
-        quoted = "`" + name.replace("`", "``") + "`"
+        quoted = backquoted(name)
         if kind in RANGE_TYPES or kind.startswith(("decimal", "timestamp")):
             columns.append(Column(name, "range", kind))
             value = (f"unix_date({quoted})" if kind == "date"

@@ -10,6 +10,8 @@ sets without it (``docs/architecture.md``, "Native id sets").
 Spark ships the Scala compiler in its own ``jars/`` directory, so the jar is compiled here,
 on first use, against the jars of the Spark a session here starts (``SPARK_HOME``'s, else
 pyspark's), and kept under ``~/.cache/dltrace`` (about 5 s, once per source and Spark).
+A jar is touched when a session takes it; building one removes those (and failed builds'
+reasons) untouched for ``UNUSED_DAYS``, which other sources or Sparks left behind.
 Where it cannot be built (no ``java``, a Spark whose API differs) sessions run without it,
 and say so in the JVM's log; a failed build is not tried again until the source or Spark
 changes.
@@ -23,6 +25,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 import zipfile
 from pathlib import Path
 
@@ -30,6 +33,7 @@ SOURCE = Path(__file__).with_name("jvm") / "SortedIds.scala"
 EXTENSION = "dltrace.spark.Extensions"
 ENABLED = "spark.dltrace.nativeIdSets"  # "false" plans the same SQL with Spark's own collect
 BUILD_TIMEOUT = 300
+UNUSED_DAYS = 30
 
 
 def java_executable() -> str | None:
@@ -70,15 +74,25 @@ def extension_jar(java: str | None) -> tuple[Path | None, str | None]:
         target = jar_path()
         failed = target.with_suffix(".failed")
         if target.exists():
+            os.utime(target)  # in use: not pruned (prune_unused)
             return target, None
         if failed.exists():
             return None, failed.read_text(errors="replace")
         jar, why_not = _build(java, target)
         if jar is None:
             failed.write_text(why_not)
+        prune_unused(target.parent, keep=(target, failed))
         return jar, why_not
     except (OSError, RuntimeError) as error:  # a cache that cannot be written, no home directory
         return None, f"cannot build the jar: {error}"
+
+
+def prune_unused(directory: Path, keep: tuple[Path, ...], days: float = UNUSED_DAYS) -> None:
+    """Remove the jars and failed builds' reasons in ``directory`` untouched for ``days``."""
+    oldest = time.time() - days * 86400
+    for file in [*directory.glob("dltrace-native-*.jar"), *directory.glob("dltrace-native-*.failed")]:
+        if file not in keep and file.stat().st_mtime < oldest:
+            file.unlink(missing_ok=True)
 
 
 def _build(java: str, target: Path) -> tuple[Path | None, str | None]:

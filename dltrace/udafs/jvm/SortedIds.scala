@@ -43,6 +43,9 @@ final class IdBuffer(var ids: Array[Long], var size: Int) {
   }
 
   def add(id: Long, distinct: Boolean): Unit = {
+    // a set's repeats mostly come in a row (a group's input is sorted by its key, and a key's
+    // rows come in the order they were joined): those are not stored
+    if (distinct && size > 0 && ids(size - 1) == id) return
     reserve(1, distinct)
     ids(size) = id
     size += 1
