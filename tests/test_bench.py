@@ -194,3 +194,13 @@ def test_ids_mode_refuses_aggregates(tpch):
 
     with pytest.raises(CannotRun, match="not an SPJ query"):
         ids_only_sql(tpch, load("q3"))
+
+
+def test_each_mode_runs_first_as_often_as_the_others():
+    """Without a warm-up pass the first run of a query pays for reading its data: it must not
+    always be the same mode's."""
+    order: list[str] = []
+    modes = [Mode(name, lambda n, s, name=name: lambda: order.append(name)) for name in ("original", "set", "auto")]
+    measure({f"q{i}": "select 1" for i in range(6)}, modes, repeat=1, progress=lambda _: None, warm_up=False)
+    firsts = order[::3]
+    assert sorted(firsts) == sorted(["original", "set", "auto"] * 2) and len(order) == 18
