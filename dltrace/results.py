@@ -237,6 +237,12 @@ class ResultStore:
             found.append((self._read(kept), code))
         return found
 
+    def check_referenced(self, result: SavedResult) -> None:
+        """Raise ``CatalogError`` unless every save ``result`` names, and every save those
+        name, is still there (their metadata alone is read)."""
+        for upstream, _ in self.referenced(result):
+            self.check_referenced(upstream)
+
     def rows(self, spark, result: SavedResult):
         """The saved rows as stored: ``_row``, the query's columns, ``DL`` (the row's own ids)
         and, when the result has shared sets, ``DL_shared``."""

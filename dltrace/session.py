@@ -207,8 +207,8 @@ class LineageSession:
             if _VIEW_PATHS.get(key) == path and (rows_only or key not in _ROWS_ONLY_VIEWS):
                 continue
             try:
-                if rows_only:  # the upstream saves it names must still be there
-                    self.store.referenced(result)
+                if rows_only:  # the upstream saves it names, down the chain, must still be there
+                    self.store.check_referenced(result)
                     rows = self.store.rows(self.spark, result)
                 else:
                     rows = self.store.lineage_without_shared(self.spark, result)

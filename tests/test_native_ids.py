@@ -53,6 +53,9 @@ EDGE_CASES = {
     # partitions (partial buffers serialized, then merged), NULL ids skipped
     "set": "SELECT k, SORT_ARRAY(COLLECT_SET(IF(id % 97 = 0, NULL, id % 1000))) AS s "
            "FROM (SELECT id, id % 3 AS k FROM RANGE(0, 200000, 1, 4)) GROUP BY k",
+    # repeats that come in a row (an id for each of ten rows in turn), some NULL between them
+    "set of runs": "SELECT k, SORT_ARRAY(COLLECT_SET(IF(id % 31 = 0, NULL, id DIV 10))) AS s "
+                   "FROM (SELECT id, id % 2 AS k FROM RANGE(0, 20000, 1, 4)) GROUP BY k",
     "list": "SELECT k, SORT_ARRAY(COLLECT_LIST(IF(id % 97 = 0, NULL, -id))) AS s "
             "FROM (SELECT id, id % 3 AS k FROM RANGE(0, 50000, 1, 4)) GROUP BY k",
     # more groups than the object hash aggregate keeps before it sorts the rest

@@ -20,6 +20,7 @@ changes.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -74,7 +75,8 @@ def extension_jar(java: str | None) -> tuple[Path | None, str | None]:
         target = jar_path()
         failed = target.with_suffix(".failed")
         if target.exists():
-            os.utime(target)  # in use: not pruned (prune_unused)
+            with contextlib.suppress(OSError):  # a read-only cache still serves its jars
+                os.utime(target)  # in use: not pruned (prune_unused)
             return target, None
         if failed.exists():
             return None, failed.read_text(errors="replace")
@@ -88,11 +90,13 @@ def extension_jar(java: str | None) -> tuple[Path | None, str | None]:
 
 
 def prune_unused(directory: Path, keep: tuple[Path, ...], days: float = UNUSED_DAYS) -> None:
-    """Remove the jars and failed builds' reasons in ``directory`` untouched for ``days``."""
+    """Remove the jars and failed builds' reasons in ``directory`` untouched for ``days``
+    (another process pruning at once, or files not ours to remove, are left alone)."""
     oldest = time.time() - days * 86400
     for file in [*directory.glob("dltrace-native-*.jar"), *directory.glob("dltrace-native-*.failed")]:
-        if file not in keep and file.stat().st_mtime < oldest:
-            file.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            if file not in keep and file.stat().st_mtime < oldest:
+                file.unlink()
 
 
 def _build(java: str, target: Path) -> tuple[Path | None, str | None]:
