@@ -204,3 +204,24 @@ def test_each_mode_runs_first_as_often_as_the_others():
     measure({f"q{i}": "select 1" for i in range(6)}, modes, repeat=1, progress=lambda _: None, warm_up=False)
     firsts = order[::3]
     assert sorted(firsts) == sorted(["original", "set", "auto"] * 2) and len(order) == 18
+
+
+def test_pipeline_breakdown_forms_compute_step_1(tpch, tmp_path_factory, tmp_path):
+    """Each form ``tpch.pipeline_bench --breakdown`` times is step 1 itself: the same customers,
+    the id-carrying form one id per table, the saved step a DL that holds those ids."""
+    from tests.conftest import tpch_copy
+    from tpch.pipeline_bench import STEP1_IDS_CARRIED, STEPS, step1_forms
+
+    session = tpch_copy(tpch, tmp_path_factory, "pipeline-breakdown")
+    forms = step1_forms(session, tmp_path)
+    for run in forms.values():
+        run()
+    name, query = STEPS[0]
+    plain = session.spark.read.parquet(str(tmp_path / "plain.parquet"))
+    carried = session.spark.sql(STEP1_IDS_CARRIED)
+    saved = session.result(name)
+    assert plain.count() == carried.count() == saved.count() == session.spark.read.parquet(
+        str(tmp_path / "lineage.parquet")).count() > 0
+    row = saved.where(f"c_custkey = {carried.first()['c_custkey']}").first()
+    ids = carried.where(f"c_custkey = {row['c_custkey']}").first()
+    assert {ids["customer_id"], ids["order_id"], ids["lineitem_id"]} <= set(row["DL"])

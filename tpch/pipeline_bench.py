@@ -1,20 +1,32 @@
 """Pipeline benchmark (target: docs/targets.md): a three-step TPC-H pipeline with lineage, each step saved,
 against the same steps without lineage writing their rows as Parquet, in one session.
 
-    python -m tpch.pipeline_bench --sf 1 [--repeat 3] [--catalog DIR]
+    python -m tpch.pipeline_bench --sf 1 [--repeat 3] [--warm-up 3] [--catalog DIR] [--breakdown]
 
 The steps: revenue per customer (customer, orders, lineitem), per nation (reading step 1),
 per region (reading step 2).  With lineage each step is a ``CREATE OR REPLACE TABLE``
 of a ``dltrace run`` script: the query with lineage, saved as a result (rows with ``_pos``
 and ``DL``, a forward index when the rows are large enough), and the next step reads the
 saved result.  Without lineage each step is the plain query written as Parquet, and the
-next step reads that Parquet.  Rounds alternate the two, after a warm-up round; the ratio
-is taken within each round and its median reported.  Target: at most 1.3x.
+next step reads that Parquet.  Each round runs both, the one that goes first alternating
+from round to round; the ratio is taken within each round and its median reported.  Target:
+at most 1.3x.  The rounds come after ``--warm-up`` rounds (3) that are not counted: the
+JVM compiles the lineage plan's code later than the plain plan's (step 1 with lineage took
+5.4 s, 4.4 s, 3.9 s in the first three rounds after one warm-up round, then about 3.7 s).
+
+``--breakdown`` then takes step 1 apart, each form in every round in rotated order (as many
+rounds as ``--repeat``, after one more warm-up round): its
+plain query written as Parquet (the baseline) and to Spark's ``noop`` sink, the plain plan
+with each table's ``_dl_id`` carried through the joins and kept by ``MAX`` (what the ids
+cost to read and shuffle), the lineage query to ``noop`` (plus collecting the ids into
+each row's DL), the lineage query written with a save's Parquet options (plus writing
+them), and the step as ``CREATE OR REPLACE TABLE`` saves it (plus the save's bookkeeping).
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import shutil
 import statistics
 import sys
@@ -24,6 +36,7 @@ from pathlib import Path
 
 from dltrace import LineageSession
 from dltrace.errors import DltraceError
+from dltrace.results import ROWS_ROW_GROUP_BYTES, WRITE_OPTIONS
 from tpch.harness import cpu_seconds, log
 
 STEPS = [
@@ -36,6 +49,15 @@ STEPS = [
     ("bench_regrev", "select r_name, c_mktsegment, sum(revenue) as revenue, sum(customers) as customers "
                      "from bench_natrev join region on n_regionkey = r_regionkey group by r_name, c_mktsegment"),
 ]
+
+# step 1 without lineage, each table's row id carried through the joins and kept by MAX
+# (Spark's hash aggregate): what reading and shuffling the ids costs, without collecting them
+STEP1_IDS_CARRIED = (
+    "select c_custkey, c_nationkey, c_mktsegment, sum(l_extendedprice * (1 - l_discount)) as revenue, "
+    "max(customer._dl_id) as customer_id, max(orders._dl_id) as order_id, max(lineitem._dl_id) as lineitem_id "
+    "from customer join orders on c_custkey = o_custkey join lineitem on l_orderkey = o_orderkey "
+    "where l_shipdate >= date '1995-01-01' group by c_custkey, c_nationkey, c_mktsegment"
+)
 
 
 def script() -> str:
@@ -53,6 +75,62 @@ def plain_pipeline(spark, directory: Path) -> None:
         spark.read.parquet(str(target)).createOrReplaceTempView(f"plain_{name}")
 
 
+def step1_forms(session: LineageSession, directory: Path) -> dict:
+    """Step 1 as the forms ``--breakdown`` compares (module docstring), each a function that runs it."""
+    spark, (name, query) = session.spark, STEPS[0]
+    session.run("select 1")  # the catalog's tables as views: the plain forms read the same data
+
+    def lineage(sink: str) -> None:
+        frame = session.sql(query)
+        with session.executing(frame):  # as a save plans it
+            if sink == "noop":
+                frame.write.format("noop").mode("overwrite").save()
+            else:
+                frame.write.options(**WRITE_OPTIONS).option("parquet.block.size", ROWS_ROW_GROUP_BYTES).mode(
+                    "overwrite").parquet(str(directory / "lineage.parquet"))
+
+    return {
+        "plain query, written as Parquet": lambda: spark.sql(query).write.mode("overwrite").parquet(
+            str(directory / "plain.parquet")),
+        "plain query, no write (noop)": lambda: spark.sql(query).write.format("noop").mode("overwrite").save(),
+        "ids carried through the joins, kept by MAX, noop": lambda: spark.sql(STEP1_IDS_CARRIED).write.format(
+            "noop").mode("overwrite").save(),
+        "lineage query, noop": lambda: lineage("noop"),
+        "lineage query, written with a save's options": lambda: lineage("parquet"),
+        "the step as saved (CREATE OR REPLACE TABLE)": lambda: session.run_script(
+            f"create or replace table {name} as {query};"),
+    }
+
+
+def breakdown(session: LineageSession, directory: Path, repeat: int) -> None:
+    """Prints step 1's forms side by side: medians of ``repeat`` rounds after a warm-up, each
+    round in rotated order, ratios over the plain query written as Parquet."""
+    forms = step1_forms(session, directory)
+    names = list(forms)
+    seconds: dict[str, list[float]] = {name: [] for name in names}
+    cpu: dict[str, list[float]] = {name: [] for name in names}
+    for round_number in range(repeat + 1):
+        shift = round_number % len(names)
+        for name in names[shift:] + names[:shift]:
+            start, start_cpu = time.perf_counter(), cpu_seconds(session.spark)
+            forms[name]()
+            elapsed, end_cpu = time.perf_counter() - start, cpu_seconds(session.spark)
+            if round_number:
+                seconds[name].append(elapsed)
+                if start_cpu is not None:
+                    cpu[name].append(end_cpu - start_cpu)
+        log(f"breakdown round {round_number}/{repeat}{' (warm-up)' if not round_number else ''}")
+    baseline = statistics.median(seconds[names[0]])
+    print(f"\nStep 1 taken apart, {repeat} rounds after a warm-up, medians\n")
+    print("| step 1 as | s | ratio | CPU s | CPU ratio |")
+    print("|---|---:|---:|---:|---:|")
+    for name in names:
+        median = statistics.median(seconds[name])
+        used = statistics.median(cpu[name]) if cpu[name] else None
+        cpu_cells = f"{used:.1f} | {used / statistics.median(cpu[names[0]]):.2f}x" if used is not None else "- | -"
+        print(f"| {name} | {median:.2f} | {median / baseline:.2f}x | {cpu_cells} |")
+
+
 def main(argv: list[str] | None = None) -> int:
     from dltrace.datasets import register_tpch
 
@@ -60,7 +138,9 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sf", type=float, default=1.0)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--warm-up", type=int, default=3, help="rounds run first and not counted (default 3)")
     parser.add_argument("--catalog", help="catalog directory (default data/catalog-tpch-sfSF)")
+    parser.add_argument("--breakdown", action="store_true", help="then take step 1 apart (module docstring)")
     args = parser.parse_args(argv)
     scratch = Path(tempfile.mkdtemp(prefix="dltrace-pipeline-bench-"))
     try:
@@ -71,31 +151,48 @@ def main(argv: list[str] | None = None) -> int:
         times: dict[str, list[float]] = {"without lineage": [], "with lineage": []}
         cpu: dict[str, list[float]] = {"without lineage": [], "with lineage": []}
         steps: dict[str, list[float]] = {name: [] for name, _ in STEPS}
-        for round_number in range(args.repeat + 1):
-            start, start_cpu = time.perf_counter(), cpu_seconds(session.spark)
-            plain_pipeline(session.spark, scratch)
-            plain, plain_cpu = time.perf_counter() - start, cpu_seconds(session.spark)
-            start = time.perf_counter()
-            outcomes = session.run_script(script())
-            lineage, lineage_cpu = time.perf_counter() - start, cpu_seconds(session.spark)
-            if round_number:
-                times["without lineage"].append(plain)
-                times["with lineage"].append(lineage)
-                if start_cpu is not None:
-                    cpu["without lineage"].append(plain_cpu - start_cpu)
-                    cpu["with lineage"].append(lineage_cpu - plain_cpu)
+        outcomes: list = []
+
+        def with_lineage() -> None:
+            outcomes[:] = session.run_script(script())
+
+        runs = {"without lineage": lambda: plain_pipeline(session.spark, scratch), "with lineage": with_lineage}
+        for round_number, first in zip(range(-args.warm_up, args.repeat), itertools.cycle(runs)):
+            measured = {}
+            for name in [first, *(other for other in runs if other != first)]:
+                start, start_cpu = time.perf_counter(), cpu_seconds(session.spark)
+                runs[name]()
+                measured[name] = (time.perf_counter() - start,
+                                  None if start_cpu is None else cpu_seconds(session.spark) - start_cpu)
+            if round_number >= 0:
+                for name, (elapsed, used) in measured.items():
+                    times[name].append(elapsed)
+                    if used is not None:
+                        cpu[name].append(used)
                 for outcome in outcomes:
                     steps[outcome.name].append(outcome.seconds)
-            log(f"round {round_number}/{args.repeat}{' (warm-up)' if not round_number else ''}: "
-                f"without lineage {plain:.1f} s, with lineage {lineage:.1f} s "
+            label = (f"warm-up {round_number + args.warm_up + 1}/{args.warm_up}" if round_number < 0
+                     else f"round {round_number + 1}/{args.repeat}")
+            log(f"{label}, {first} first: "
+                f"without lineage {measured['without lineage'][0]:.1f} s, "
+                f"with lineage {measured['with lineage'][0]:.1f} s "
                 f"({', '.join(f'{o.name} {o.rows} rows {o.seconds:.1f} s' for o in outcomes)})")
+        report(args, times, cpu, steps)
+        if args.breakdown:
+            breakdown(session, scratch, args.repeat)
     except DltraceError as error:
         print(f"tpch.pipeline_bench: error: {error}", file=sys.stderr)
         return error.exit_code
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+    return 0
+
+
+def report(args, times: dict[str, list[float]], cpu: dict[str, list[float]], steps: dict[str, list[float]]) -> None:
+    """The pipelines' medians, each step's with lineage, and the per-round ratios' medians."""
     ratios = [w / p for w, p in zip(times["with lineage"], times["without lineage"])]
-    print(f"TPC-H SF {args.sf:g}, a three-step pipeline, {args.repeat} interleaved rounds after a warm-up\n")
+    print(f"TPC-H SF {args.sf:g}, a three-step pipeline, {args.repeat} rounds after {args.warm_up} warm-up rounds, "
+          f"the pipeline that runs first alternating\n")
     print("| pipeline | median s | min s |")
     print("|---|---:|---:|")
     for name, values in times.items():
@@ -109,7 +206,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"CPU seconds (Spark's JVM and this process; load does not inflate them): without lineage "
               f"{plain_cpu:.1f}, with lineage {lineage_cpu:.1f}, median of per-round ratios "
               f"{statistics.median(cpu_ratios):.3f}x")
-    return 0
 
 
 if __name__ == "__main__":
