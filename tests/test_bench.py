@@ -207,21 +207,48 @@ def test_each_mode_runs_first_as_often_as_the_others():
 
 
 def test_pipeline_breakdown_forms_compute_step_1(tpch, tmp_path_factory, tmp_path):
-    """Each form ``tpch.pipeline_bench --breakdown`` times is step 1 itself: the same customers,
-    the id-carrying form one id per table, the saved step a DL that holds those ids."""
+    """Each form ``tpch.pipeline_bench --breakdown`` times is step 1 itself: the same customers
+    and revenues; the lineage forms the saved step's DLs; the id-carrying form ids in them."""
     from tests.conftest import tpch_copy
-    from tpch.pipeline_bench import STEP1_IDS_CARRIED, STEPS, step1_forms
+    from tpch.pipeline_bench import BASELINE, STEPS, step1_forms
 
     session = tpch_copy(tpch, tmp_path_factory, "pipeline-breakdown")
-    forms = step1_forms(session, tmp_path)
+    discarded = []
+    forms = step1_forms(session, tmp_path, discard=lambda frame: discarded.append(frame.collect()))
+    assert next(iter(forms)) == BASELINE
     for run in forms.values():
         run()
-    name, query = STEPS[0]
-    plain = session.spark.read.parquet(str(tmp_path / "plain.parquet"))
-    carried = session.spark.sql(STEP1_IDS_CARRIED)
-    saved = session.result(name)
-    assert plain.count() == carried.count() == saved.count() == session.spark.read.parquet(
-        str(tmp_path / "lineage.parquet")).count() > 0
-    row = saved.where(f"c_custkey = {carried.first()['c_custkey']}").first()
-    ids = carried.where(f"c_custkey = {row['c_custkey']}").first()
-    assert {ids["customer_id"], ids["order_id"], ids["lineitem_id"]} <= set(row["DL"])
+    name, _ = STEPS[0]
+    plain, carried, lineage = ({row["c_custkey"]: row for row in rows} for rows in discarded)
+    written = {row["c_custkey"]: row for row in session.spark.read.parquet(str(tmp_path / "plain.parquet")).collect()}
+    in_lineage_file = {row["c_custkey"]: row for row in session.spark.read.parquet(
+        str(tmp_path / "lineage.parquet")).collect()}
+    saved = {row["c_custkey"]: row for row in session.result(name).collect()}
+    assert len(saved) > 100
+    for rows in (plain, carried, lineage, written, in_lineage_file):
+        assert {key: row["revenue"] for key, row in rows.items()} == {key: row["revenue"] for key, row in saved.items()}
+    for key, row in saved.items():
+        assert lineage[key]["DL"] == in_lineage_file[key]["DL"] == row["DL"]
+        assert {carried[key]["customer_id"], carried[key]["order_id"], carried[key]["lineitem_id"]} <= set(row["DL"])
+
+
+def test_pipeline_bench_orders_are_balanced():
+    """Each pipeline goes first in half the rounds; in the breakdown no form always follows
+    the same one, and each runs first equally often over a whole cycle of rounds."""
+    import argparse
+    from collections import Counter
+
+    from tpch.pipeline_bench import PIPELINES, even_rounds, form_order, pipeline_order
+
+    assert Counter(pipeline_order(n)[0] for n in range(6)) == {name: 3 for name in PIPELINES}
+    names = list("abcdef")
+    orders = [form_order(names, n) for n in range(2 * len(names))]
+    assert all(sorted(order) == names for order in orders)
+    assert Counter(order[0] for order in orders) == {name: 2 for name in names}
+    for name in names:
+        before = {order[order.index(name) - 1] for order in orders if order.index(name)}
+        assert len(before) > 1
+    assert even_rounds("6") == 6
+    for bad in ("3", "0", "-2"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            even_rounds(bad)

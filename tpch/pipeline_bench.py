@@ -1,7 +1,7 @@
 """Pipeline benchmark (target: docs/targets.md): a three-step TPC-H pipeline with lineage, each step saved,
 against the same steps without lineage writing their rows as Parquet, in one session.
 
-    python -m tpch.pipeline_bench --sf 1 [--repeat 3] [--warm-up 3] [--catalog DIR] [--breakdown]
+    python -m tpch.pipeline_bench --sf 1 [--repeat 6] [--warm-up 3] [--catalog DIR] [--breakdown]
 
 The steps: revenue per customer (customer, orders, lineitem), per nation (reading step 1),
 per region (reading step 2).  With lineage each step is a ``CREATE OR REPLACE TABLE``
@@ -9,13 +9,17 @@ of a ``dltrace run`` script: the query with lineage, saved as a result (rows wit
 and ``DL``, a forward index when the rows are large enough), and the next step reads the
 saved result.  Without lineage each step is the plain query written as Parquet, and the
 next step reads that Parquet.  Each round runs both, the one that goes first alternating
-from round to round; the ratio is taken within each round and its median reported.  Target:
-at most 1.3x.  The rounds come after ``--warm-up`` rounds (3) that are not counted: the
-JVM compiles the lineage plan's code later than the plain plan's (step 1 with lineage took
-5.4 s, 4.4 s, 3.9 s in the first three rounds after one warm-up round, then about 3.7 s).
+from round to round (an even ``--repeat``: each goes first in half the rounds), because a
+run right after the other pipeline is slower (10 alternating rounds: 1.664x where the plain
+pipeline went first, 1.421x where the lineage one did); the ratio is taken within each
+round and its median reported.  Target: at most 1.3x.  The rounds come after ``--warm-up``
+rounds (3) that are not counted: the JVM compiles the lineage plan's code later than the
+plain plan's (step 1 with lineage took 5.4 s, 4.4 s, 3.9 s in the first three rounds after
+one warm-up round, then about 3.7 s).
 
-``--breakdown`` then takes step 1 apart, each form in every round in rotated order (as many
-rounds as ``--repeat``, after one more warm-up round): its
+``--breakdown`` then takes step 1 apart, each form in every round, in an order that changes
+from round to round (``form_order``), as many rounds as ``--repeat`` after one more warm-up
+round: its
 plain query written as Parquet (the baseline) and to Spark's ``noop`` sink, the plain plan
 with each table's ``_dl_id`` carried through the joins and kept by ``MAX`` (what the ids
 cost to read and shuffle), the lineage query to ``noop`` (plus collecting the ids into
@@ -26,18 +30,28 @@ them), and the step as ``CREATE OR REPLACE TABLE`` saves it (plus the save's boo
 from __future__ import annotations
 
 import argparse
-import itertools
 import shutil
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dltrace import LineageSession
 from dltrace.errors import DltraceError
 from dltrace.results import ROWS_ROW_GROUP_BYTES, WRITE_OPTIONS
-from tpch.harness import cpu_seconds, log
+from tpch.harness import cpu_seconds, execute, log
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from dltrace.pipeline import Outcome
+
+WITHOUT, WITH = "without lineage", "with lineage"
+PIPELINES = (WITHOUT, WITH)
+BASELINE = "plain query, written as Parquet"  # the breakdown's ratios are over this form
 
 STEPS = [
     ("bench_custrev", "select c_custkey, c_nationkey, c_mktsegment, sum(l_extendedprice * (1 - l_discount)) as revenue "
@@ -75,60 +89,105 @@ def plain_pipeline(spark, directory: Path) -> None:
         spark.read.parquet(str(target)).createOrReplaceTempView(f"plain_{name}")
 
 
-def step1_forms(session: LineageSession, directory: Path) -> dict:
-    """Step 1 as the forms ``--breakdown`` compares (module docstring), each a function that runs it."""
+Form = Callable[[], None]
+
+
+def step1_forms(session: LineageSession, directory: Path, discard: Callable[[DataFrame], None] = execute
+                ) -> dict[str, Form]:
+    """Step 1 as the forms ``--breakdown`` compares (module docstring), each a function that
+    runs it; ``discard`` runs the forms that keep no rows (Spark's ``noop`` sink)."""
     spark, (name, query) = session.spark, STEPS[0]
     session.run("select 1")  # the catalog's tables as views: the plain forms read the same data
 
-    def lineage(sink: str) -> None:
+    def lineage_written() -> None:
         frame = session.sql(query)
-        with session.executing(frame):  # as a save plans it
-            if sink == "noop":
-                frame.write.format("noop").mode("overwrite").save()
-            else:
-                frame.write.options(**WRITE_OPTIONS).option("parquet.block.size", ROWS_ROW_GROUP_BYTES).mode(
-                    "overwrite").parquet(str(directory / "lineage.parquet"))
+        with session.executing(frame):  # planned as a save plans it
+            frame.write.options(**WRITE_OPTIONS).option("parquet.block.size", ROWS_ROW_GROUP_BYTES).mode(
+                "overwrite").parquet(str(directory / "lineage.parquet"))
+
+    def lineage_discarded() -> None:
+        frame = session.sql(query)
+        with session.executing(frame):
+            discard(frame)
 
     return {
-        "plain query, written as Parquet": lambda: spark.sql(query).write.mode("overwrite").parquet(
-            str(directory / "plain.parquet")),
-        "plain query, no write (noop)": lambda: spark.sql(query).write.format("noop").mode("overwrite").save(),
-        "ids carried through the joins, kept by MAX, noop": lambda: spark.sql(STEP1_IDS_CARRIED).write.format(
-            "noop").mode("overwrite").save(),
-        "lineage query, noop": lambda: lineage("noop"),
-        "lineage query, written with a save's options": lambda: lineage("parquet"),
+        BASELINE: lambda: spark.sql(query).write.mode("overwrite").parquet(str(directory / "plain.parquet")),
+        "plain query, no write (noop)": lambda: discard(spark.sql(query)),
+        "ids carried through the joins, kept by MAX, noop": lambda: discard(spark.sql(STEP1_IDS_CARRIED)),
+        "lineage query, noop": lineage_discarded,
+        "lineage query, written with a save's options": lineage_written,
         "the step as saved (CREATE OR REPLACE TABLE)": lambda: session.run_script(
             f"create or replace table {name} as {query};"),
     }
 
 
+def form_order(names: list[str], round_number: int) -> list[str]:
+    """The forms in the order round ``round_number`` runs them: rotated by one every two
+    rounds and backwards in odd rounds, so that no form always follows the same one (a run
+    after the other kind of query is slower: module docstring)."""
+    shift = (round_number // 2) % len(names)
+    order = names[shift:] + names[:shift]
+    return order[::-1] if round_number % 2 else order
+
+
+def pipeline_order(round_number: int) -> tuple[str, str]:
+    """The two pipelines in the order round ``round_number`` runs them: each goes first
+    every other round."""
+    return PIPELINES if round_number % 2 == 0 else PIPELINES[::-1]
+
+
+def timed(run: Form, spark) -> tuple[float, float | None]:
+    """Seconds and CPU seconds (None where unknown) ``run`` takes."""
+    start_cpu = cpu_seconds(spark)
+    start = time.perf_counter()
+    run()
+    elapsed = time.perf_counter() - start
+    end_cpu = cpu_seconds(spark)
+    return elapsed, None if start_cpu is None or end_cpu is None else end_cpu - start_cpu
+
+
 def breakdown(session: LineageSession, directory: Path, repeat: int) -> None:
-    """Prints step 1's forms side by side: medians of ``repeat`` rounds after a warm-up, each
-    round in rotated order, ratios over the plain query written as Parquet."""
+    """Prints step 1's forms side by side: for each, the median of its per-round ratios over
+    the baseline (the plain query written as Parquet), in ``repeat`` rounds after a warm-up."""
     forms = step1_forms(session, directory)
     names = list(forms)
     seconds: dict[str, list[float]] = {name: [] for name in names}
     cpu: dict[str, list[float]] = {name: [] for name in names}
-    for round_number in range(repeat + 1):
-        shift = round_number % len(names)
-        for name in names[shift:] + names[:shift]:
-            start, start_cpu = time.perf_counter(), cpu_seconds(session.spark)
-            forms[name]()
-            elapsed, end_cpu = time.perf_counter() - start, cpu_seconds(session.spark)
-            if round_number:
+    for round_number in range(-1, repeat):
+        measured = {name: timed(forms[name], session.spark) for name in form_order(names, round_number)}
+        if round_number >= 0:
+            for name, (elapsed, used) in measured.items():
                 seconds[name].append(elapsed)
-                if start_cpu is not None:
-                    cpu[name].append(end_cpu - start_cpu)
-        log(f"breakdown round {round_number}/{repeat}{' (warm-up)' if not round_number else ''}")
-    baseline = statistics.median(seconds[names[0]])
-    print(f"\nStep 1 taken apart, {repeat} rounds after a warm-up, medians\n")
+                if used is not None and measured[BASELINE][1] is not None:
+                    cpu[name].append(used)
+        log(f"breakdown {'warm-up' if round_number < 0 else f'round {round_number + 1}/{repeat}'}")
+    print(f"\nStep 1 taken apart, {repeat} rounds after a warm-up round: medians, and medians of the "
+          f"per-round ratios over the first form\n")
     print("| step 1 as | s | ratio | CPU s | CPU ratio |")
     print("|---|---:|---:|---:|---:|")
     for name in names:
-        median = statistics.median(seconds[name])
-        used = statistics.median(cpu[name]) if cpu[name] else None
-        cpu_cells = f"{used:.1f} | {used / statistics.median(cpu[names[0]]):.2f}x" if used is not None else "- | -"
-        print(f"| {name} | {median:.2f} | {median / baseline:.2f}x | {cpu_cells} |")
+        ratio = statistics.median(w / b for w, b in zip(seconds[name], seconds[BASELINE]))
+        cpu_cells = "- | -"
+        if cpu[name]:
+            cpu_ratio = statistics.median(c / b for c, b in zip(cpu[name], cpu[BASELINE]))
+            cpu_cells = f"{statistics.median(cpu[name]):.1f} | {cpu_ratio:.2f}x"
+        print(f"| {name} | {statistics.median(seconds[name]):.2f} | {ratio:.2f}x | {cpu_cells} |")
+
+
+def even_rounds(text: str) -> int:
+    """``--repeat``: a positive even number, so that each pipeline goes first in half the rounds."""
+    value = int(text)
+    if value < 2 or value % 2:
+        raise argparse.ArgumentTypeError(f"{text} is not an even number of rounds (2, 4, 6, ...)")
+    return value
+
+
+def rounds_not_counted(text: str) -> int:
+    """``--warm-up``: zero or more rounds."""
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text} is not zero or more rounds")
+    return value
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -137,8 +196,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tpch.pipeline_bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sf", type=float, default=1.0)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--warm-up", type=int, default=3, help="rounds run first and not counted (default 3)")
+    parser.add_argument("--repeat", type=even_rounds, default=6, help="counted rounds, an even number (default 6)")
+    parser.add_argument("--warm-up", type=rounds_not_counted, default=3,
+                        help="rounds run first and not counted (default 3; --breakdown runs one more)")
     parser.add_argument("--catalog", help="catalog directory (default data/catalog-tpch-sfSF)")
     parser.add_argument("--breakdown", action="store_true", help="then take step 1 apart (module docstring)")
     args = parser.parse_args(argv)
@@ -148,36 +208,31 @@ def main(argv: list[str] | None = None) -> int:
         log(f"TPC-H SF {args.sf:g}: data and registration (cached after the first run)")
         register_tpch(session, args.sf, Path("data"), progress=log)
         session.run("select 1")  # the catalog's tables as views: the plain steps read the same data
-        times: dict[str, list[float]] = {"without lineage": [], "with lineage": []}
-        cpu: dict[str, list[float]] = {"without lineage": [], "with lineage": []}
+        times: dict[str, list[float]] = {name: [] for name in PIPELINES}
+        cpu: dict[str, list[float]] = {name: [] for name in PIPELINES}
         steps: dict[str, list[float]] = {name: [] for name, _ in STEPS}
-        outcomes: list = []
+        outcomes: list[Outcome] = []
 
         def with_lineage() -> None:
             outcomes[:] = session.run_script(script())
 
-        runs = {"without lineage": lambda: plain_pipeline(session.spark, scratch), "with lineage": with_lineage}
-        for round_number, first in zip(range(-args.warm_up, args.repeat), itertools.cycle(runs)):
-            measured = {}
-            for name in [first, *(other for other in runs if other != first)]:
-                start, start_cpu = time.perf_counter(), cpu_seconds(session.spark)
-                runs[name]()
-                measured[name] = (time.perf_counter() - start,
-                                  None if start_cpu is None else cpu_seconds(session.spark) - start_cpu)
+        runs: dict[str, Form] = {WITHOUT: lambda: plain_pipeline(session.spark, scratch), WITH: with_lineage}
+        for round_number in range(-args.warm_up, args.repeat):
+            order = pipeline_order(round_number)
+            measured = {name: timed(runs[name], session.spark) for name in order}
             if round_number >= 0:
-                for name, (elapsed, used) in measured.items():
+                for name, (elapsed, _) in measured.items():
                     times[name].append(elapsed)
-                    if used is not None:
+                if all(used is not None for _, used in measured.values()):
+                    for name, (_, used) in measured.items():
                         cpu[name].append(used)
                 for outcome in outcomes:
                     steps[outcome.name].append(outcome.seconds)
             label = (f"warm-up {round_number + args.warm_up + 1}/{args.warm_up}" if round_number < 0
                      else f"round {round_number + 1}/{args.repeat}")
-            log(f"{label}, {first} first: "
-                f"without lineage {measured['without lineage'][0]:.1f} s, "
-                f"with lineage {measured['with lineage'][0]:.1f} s "
+            log(f"{label}, {order[0]} first: {WITHOUT} {measured[WITHOUT][0]:.1f} s, {WITH} {measured[WITH][0]:.1f} s "
                 f"({', '.join(f'{o.name} {o.rows} rows {o.seconds:.1f} s' for o in outcomes)})")
-        report(args, times, cpu, steps)
+        report(args.sf, args.repeat, args.warm_up, times, cpu, steps)
         if args.breakdown:
             breakdown(session, scratch, args.repeat)
     except DltraceError as error:
@@ -188,10 +243,11 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def report(args, times: dict[str, list[float]], cpu: dict[str, list[float]], steps: dict[str, list[float]]) -> None:
+def report(sf: float, repeat: int, warm_up: int, times: dict[str, list[float]], cpu: dict[str, list[float]],
+           steps: dict[str, list[float]]) -> None:
     """The pipelines' medians, each step's with lineage, and the per-round ratios' medians."""
-    ratios = [w / p for w, p in zip(times["with lineage"], times["without lineage"])]
-    print(f"TPC-H SF {args.sf:g}, a three-step pipeline, {args.repeat} rounds after {args.warm_up} warm-up rounds, "
+    ratios = [w / p for w, p in zip(times[WITH], times[WITHOUT])]
+    print(f"TPC-H SF {sf:g}, a three-step pipeline, {repeat} rounds after {warm_up} warm-up rounds, "
           f"the pipeline that runs first alternating\n")
     print("| pipeline | median s | min s |")
     print("|---|---:|---:|")
@@ -200,9 +256,9 @@ def report(args, times: dict[str, list[float]], cpu: dict[str, list[float]], ste
     for name, values in steps.items():
         print(f"| step {name} (with lineage) | {statistics.median(values):.2f} | {min(values):.2f} |")
     print(f"\nwith / without lineage: median of per-round ratios {statistics.median(ratios):.3f}x (target <= 1.3x)")
-    if cpu["with lineage"]:
-        cpu_ratios = [w / p for w, p in zip(cpu["with lineage"], cpu["without lineage"])]
-        plain_cpu, lineage_cpu = (statistics.median(cpu[name]) for name in ("without lineage", "with lineage"))
+    if cpu[WITH]:
+        cpu_ratios = [w / p for w, p in zip(cpu[WITH], cpu[WITHOUT])]
+        plain_cpu, lineage_cpu = (statistics.median(cpu[name]) for name in (WITHOUT, WITH))
         print(f"CPU seconds (Spark's JVM and this process; load does not inflate them): without lineage "
               f"{plain_cpu:.1f}, with lineage {lineage_cpu:.1f}, median of per-round ratios "
               f"{statistics.median(cpu_ratios):.3f}x")
