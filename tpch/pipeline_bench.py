@@ -19,8 +19,7 @@ one warm-up round, then about 3.7 s).
 
 ``--breakdown`` then takes step 1 apart, each form in every round, in an order that changes
 from round to round (``form_order``), as many rounds as ``--repeat`` after one more warm-up
-round: its
-plain query written as Parquet (the baseline) and to Spark's ``noop`` sink, the plain plan
+round: its plain query written as Parquet (the baseline) and to Spark's ``noop`` sink, the plain plan
 with each table's ``_dl_id`` carried through the joins and kept by ``MAX`` (what the ids
 cost to read and shuffle), the lineage query to ``noop`` (plus collecting the ids into
 each row's DL), the lineage query written with a save's Parquet options (plus writing
@@ -99,23 +98,23 @@ def step1_forms(session: LineageSession, directory: Path, discard: Callable[[Dat
     spark, (name, query) = session.spark, STEPS[0]
     session.run("select 1")  # the catalog's tables as views: the plain forms read the same data
 
-    def lineage_written() -> None:
-        frame = session.sql(query)
-        with session.executing(frame):  # planned as a save plans it
-            frame.write.options(**WRITE_OPTIONS).option("parquet.block.size", ROWS_ROW_GROUP_BYTES).mode(
-                "overwrite").parquet(str(directory / "lineage.parquet"))
+    def lineage(action: Callable[[DataFrame], None]) -> Form:
+        def run() -> None:
+            frame = session.sql(query)
+            with session.executing(frame):  # planned as a save plans it
+                action(frame)
+        return run
 
-    def lineage_discarded() -> None:
-        frame = session.sql(query)
-        with session.executing(frame):
-            discard(frame)
+    def written_as_saved(frame: DataFrame) -> None:
+        frame.write.options(**WRITE_OPTIONS).option("parquet.block.size", ROWS_ROW_GROUP_BYTES).mode(
+            "overwrite").parquet(str(directory / "lineage.parquet"))
 
     return {
         BASELINE: lambda: spark.sql(query).write.mode("overwrite").parquet(str(directory / "plain.parquet")),
         "plain query, no write (noop)": lambda: discard(spark.sql(query)),
         "ids carried through the joins, kept by MAX, noop": lambda: discard(spark.sql(STEP1_IDS_CARRIED)),
-        "lineage query, noop": lineage_discarded,
-        "lineage query, written with a save's options": lineage_written,
+        "lineage query, noop": lineage(discard),
+        "lineage query, written with a save's options": lineage(written_as_saved),
         "the step as saved (CREATE OR REPLACE TABLE)": lambda: session.run_script(
             f"create or replace table {name} as {query};"),
     }
@@ -146,6 +145,22 @@ def timed(run: Form, spark) -> tuple[float, float | None]:
     return elapsed, None if start_cpu is None or end_cpu is None else end_cpu - start_cpu
 
 
+def record(measured: dict[str, tuple[float, float | None]], seconds: dict[str, list[float]],
+           cpu: dict[str, list[float]]) -> None:
+    """Adds a round's ``timed`` figures; its CPU seconds only when every run has them, so that
+    the lists stay paired round by round."""
+    for name, (elapsed, _) in measured.items():
+        seconds[name].append(elapsed)
+    if all(used is not None for _, used in measured.values()):
+        for name, (_, used) in measured.items():
+            cpu[name].append(used)
+
+
+def median_ratio(values: list[float], baseline: list[float]) -> float:
+    """The median of the per-round ratios of ``values`` over ``baseline`` (paired by round)."""
+    return statistics.median(value / base for value, base in zip(values, baseline))
+
+
 def breakdown(session: LineageSession, directory: Path, repeat: int) -> None:
     """Prints step 1's forms side by side: for each, the median of its per-round ratios over
     the baseline (the plain query written as Parquet), in ``repeat`` rounds after a warm-up."""
@@ -156,22 +171,18 @@ def breakdown(session: LineageSession, directory: Path, repeat: int) -> None:
     for round_number in range(-1, repeat):
         measured = {name: timed(forms[name], session.spark) for name in form_order(names, round_number)}
         if round_number >= 0:
-            for name, (elapsed, used) in measured.items():
-                seconds[name].append(elapsed)
-                if used is not None and measured[BASELINE][1] is not None:
-                    cpu[name].append(used)
+            record(measured, seconds, cpu)
         log(f"breakdown {'warm-up' if round_number < 0 else f'round {round_number + 1}/{repeat}'}")
     print(f"\nStep 1 taken apart, {repeat} rounds after a warm-up round: medians, and medians of the "
           f"per-round ratios over the first form\n")
     print("| step 1 as | s | ratio | CPU s | CPU ratio |")
     print("|---|---:|---:|---:|---:|")
     for name in names:
-        ratio = statistics.median(w / b for w, b in zip(seconds[name], seconds[BASELINE]))
         cpu_cells = "- | -"
         if cpu[name]:
-            cpu_ratio = statistics.median(c / b for c, b in zip(cpu[name], cpu[BASELINE]))
-            cpu_cells = f"{statistics.median(cpu[name]):.1f} | {cpu_ratio:.2f}x"
-        print(f"| {name} | {statistics.median(seconds[name]):.2f} | {ratio:.2f}x | {cpu_cells} |")
+            cpu_cells = f"{statistics.median(cpu[name]):.1f} | {median_ratio(cpu[name], cpu[BASELINE]):.2f}x"
+        print(f"| {name} | {statistics.median(seconds[name]):.2f} | "
+              f"{median_ratio(seconds[name], seconds[BASELINE]):.2f}x | {cpu_cells} |")
 
 
 def even_rounds(text: str) -> int:
@@ -221,11 +232,7 @@ def main(argv: list[str] | None = None) -> int:
             order = pipeline_order(round_number)
             measured = {name: timed(runs[name], session.spark) for name in order}
             if round_number >= 0:
-                for name, (elapsed, _) in measured.items():
-                    times[name].append(elapsed)
-                if all(used is not None for _, used in measured.values()):
-                    for name, (_, used) in measured.items():
-                        cpu[name].append(used)
+                record(measured, times, cpu)
                 for outcome in outcomes:
                     steps[outcome.name].append(outcome.seconds)
             label = (f"warm-up {round_number + args.warm_up + 1}/{args.warm_up}" if round_number < 0
@@ -246,7 +253,6 @@ def main(argv: list[str] | None = None) -> int:
 def report(sf: float, repeat: int, warm_up: int, times: dict[str, list[float]], cpu: dict[str, list[float]],
            steps: dict[str, list[float]]) -> None:
     """The pipelines' medians, each step's with lineage, and the per-round ratios' medians."""
-    ratios = [w / p for w, p in zip(times[WITH], times[WITHOUT])]
     print(f"TPC-H SF {sf:g}, a three-step pipeline, {repeat} rounds after {warm_up} warm-up rounds, "
           f"the pipeline that runs first alternating\n")
     print("| pipeline | median s | min s |")
@@ -255,13 +261,13 @@ def report(sf: float, repeat: int, warm_up: int, times: dict[str, list[float]], 
         print(f"| {name} | {statistics.median(values):.2f} | {min(values):.2f} |")
     for name, values in steps.items():
         print(f"| step {name} (with lineage) | {statistics.median(values):.2f} | {min(values):.2f} |")
-    print(f"\nwith / without lineage: median of per-round ratios {statistics.median(ratios):.3f}x (target <= 1.3x)")
+    print(f"\nwith / without lineage: median of per-round ratios {median_ratio(times[WITH], times[WITHOUT]):.3f}x "
+          f"(target <= 1.3x)")
     if cpu[WITH]:
-        cpu_ratios = [w / p for w, p in zip(cpu[WITH], cpu[WITHOUT])]
         plain_cpu, lineage_cpu = (statistics.median(cpu[name]) for name in (WITHOUT, WITH))
         print(f"CPU seconds (Spark's JVM and this process; load does not inflate them): without lineage "
               f"{plain_cpu:.1f}, with lineage {lineage_cpu:.1f}, median of per-round ratios "
-              f"{statistics.median(cpu_ratios):.3f}x")
+              f"{median_ratio(cpu[WITH], cpu[WITHOUT]):.3f}x")
 
 
 if __name__ == "__main__":
