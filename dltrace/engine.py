@@ -48,7 +48,7 @@ class Engine(Protocol):
         self,
         query: str,
         semantics: str = "control",
-        repr: str = "set",
+        representation: str = "set",
         id_source: rewriter.IdSource | None = None,
         ids_ordered_by_table: bool = True,
         references: bool = False,

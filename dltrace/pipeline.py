@@ -23,6 +23,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import Enum
 
 from sqlglot import exp
 from sqlglot.errors import TokenError
@@ -50,12 +51,20 @@ class Statement:
         return words if len(words) <= 40 else words[:37] + "..."
 
 
+class OutcomeKind(str, Enum):
+    """What kind of statement an ``Outcome`` reports (a ``str``: equal to its value)."""
+
+    TABLE = "table"  # CREATE TABLE AS: a saved step
+    VIEW = "view"
+    QUERY = "query"
+
+
 @dataclass
 class Outcome:
-    """What a statement did: ``kind`` is "table" (a saved step), "view" or "query"."""
+    """What a statement did."""
 
     statement: Statement
-    kind: str
+    kind: OutcomeKind
     name: str | None = None
     rows: int | None = None
     seconds: float = 0.0
@@ -94,7 +103,7 @@ def _has_lineage_on(text: str) -> bool:
                for a, b in zip(tokens, tokens[1:]))
 
 
-def run_script(session, text: str, semantics: str = "control", repr: str = "set",
+def run_script(session, text: str, semantics: str = "control", representation: str = "set",
                on_outcome: Callable[[Outcome], None] | None = None) -> list[Outcome]:
     """Run every statement of ``text`` in order; ``on_outcome`` sees each as it completes."""
     statements = split_statements(text)
@@ -103,7 +112,7 @@ def run_script(session, text: str, semantics: str = "control", repr: str = "set"
     outcomes = []
     for statement in statements:
         try:
-            outcome = run_statement(session, statement, semantics, repr)
+            outcome = run_statement(session, statement, semantics, representation)
         except DltraceError as error:
             raise type(error)(
                 f"statement {statement.number} (line {statement.line}, {statement.head}): {error}"
@@ -114,7 +123,7 @@ def run_script(session, text: str, semantics: str = "control", repr: str = "set"
     return outcomes
 
 
-def run_statement(session, statement: Statement, semantics: str = "control", repr: str = "set") -> Outcome:
+def run_statement(session, statement: Statement, semantics: str = "control", representation: str = "set") -> Outcome:
     """Run one statement: save a step, define a view, or return a query's rows."""
     from dltrace.rewriter.qualify import parse_statement
 
@@ -122,8 +131,9 @@ def run_statement(session, statement: Statement, semantics: str = "control", rep
     text, lineage_on = split_lineage_on(statement.text, None)
     parsed = parse_statement(text)
     if isinstance(parsed, exp.Query):
-        frame = session.sql(text, semantics, repr, lineage_on=lineage_on)
-        return Outcome(statement, "query", frame=frame, lineage_on=lineage_on, seconds=time.perf_counter() - started)
+        frame = session.sql(text, semantics, representation, lineage_on=lineage_on)
+        return Outcome(statement, OutcomeKind.QUERY, frame=frame, lineage_on=lineage_on,
+                       seconds=time.perf_counter() - started)
     kind = str(parsed.args.get("kind") or "").upper() if isinstance(parsed, exp.Create) else ""
     if kind not in ("TABLE", "VIEW"):
         what = f"CREATE {kind}" if isinstance(parsed, exp.Create) else parsed.key.upper()
@@ -143,8 +153,9 @@ def run_statement(session, statement: Statement, semantics: str = "control", rep
     replace = bool(parsed.args.get("replace"))
     if kind == "VIEW":
         session.create_view(name, body, temporary=temporary, replace=replace)
-        return Outcome(statement, "view", name=name.lower(), seconds=time.perf_counter() - started)
+        return Outcome(statement, OutcomeKind.VIEW, name=name.lower(), seconds=time.perf_counter() - started)
     if parsed.args.get("exists") and session.store.exists(name):
-        return Outcome(statement, "table", name=name.lower(), skipped=True, rows=session.store.get(name).rows)
-    saved = session.create_table(name, body, semantics, repr, replace=replace)
-    return Outcome(statement, "table", name=saved.name, rows=saved.rows, seconds=time.perf_counter() - started)
+        return Outcome(statement, OutcomeKind.TABLE, name=name.lower(), skipped=True, rows=session.store.get(name).rows)
+    saved = session.create_table(name, body, semantics, representation, replace=replace)
+    return Outcome(statement, OutcomeKind.TABLE, name=saved.name, rows=saved.rows,
+                   seconds=time.perf_counter() - started)

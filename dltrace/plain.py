@@ -1,4 +1,5 @@
-"""The user's query without lineage, and Spark's names for its output columns.
+"""SQL helpers over the user's query: the names it reads, the query without lineage, and
+Spark's names for its output columns.
 
 Without lineage (``LINEAGE ON ()``, ``lineage=False``, the benchmarks' baseline) Spark must
 run the query as the user wrote it: sqlglot's qualified form is not always valid Spark
@@ -17,8 +18,11 @@ SELECT DISTINCT (category) FROM (SELECT i_id, i_name, category FROM item) AS i O
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from sqlglot import exp
+from sqlglot.errors import SqlglotError
+from sqlglot.optimizer.scope import traverse_scope
 
 from dltrace.errors import DltraceError
 from dltrace.rewriter import DL, parse
@@ -80,3 +84,23 @@ def with_spark_aliases(session, query: str, expression: exp.Expression) -> exp.E
             column.set("this", exp.to_identifier(renamed[column.name], quoted=True))
     return expression
 
+
+def names_read(query: str) -> set[str]:
+    """The names of the tables, saved results and views ``query`` reads (lower case); a
+    name a CTE defines is the CTE's where the CTE is visible, as in SQL (``WITH orders AS
+    (SELECT ... FROM orders)`` reads the table)."""
+    return set(_names_read(query))
+
+
+@lru_cache(maxsize=64)  # a pipeline step asks it of the same texts several times
+def _names_read(query: str) -> frozenset[str]:
+    try:
+        expression = parse(query)
+    except DltraceError:
+        return frozenset()
+    try:
+        return frozenset(source.name.lower() for scope in traverse_scope(expression)
+                         for source in scope.sources.values() if isinstance(source, exp.Table))
+    except SqlglotError:  # scopes sqlglot cannot build: every name not defined by a CTE
+        defined = {cte.alias_or_name.lower() for cte in expression.find_all(exp.CTE)}
+        return frozenset({table.name.lower() for table in expression.find_all(exp.Table)} - defined)

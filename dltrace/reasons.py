@@ -25,17 +25,16 @@ long as its ``LineageSession``.
 from __future__ import annotations
 
 import importlib
-import json
 import warnings
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 from sqlglot import exp
 
 from dltrace.catalog import ID_COLUMN, NAME_PATTERN
-from dltrace.errors import BadInput, CatalogError, DltraceError
+from dltrace.errors import BadInput, DltraceError
 from dltrace.ids import ROW_BITS
-from dltrace.recovery import write_json_atomically
+from dltrace.json_store import JsonStore
 from dltrace.storage import Location
 
 DIRECTORY = "udfs"
@@ -97,24 +96,15 @@ def load_callable(spec: str, what: str) -> Callable:
     return found
 
 
-class UdfStore:
+class UdfStore(JsonStore[UdfSpec]):
     """The reason-capable UDFs kept in one catalog directory."""
 
+    record = UdfSpec
+    kind = "UDF"
+    remedy = "; remove it and register the UDF again"
+
     def __init__(self, directory: Location) -> None:
-        self.directory = directory / DIRECTORY
-
-    def all(self) -> dict[str, UdfSpec]:
-        specs = {}
-        for file in self.directory.glob("*.json"):
-            try:
-                spec = UdfSpec(**json.loads(file.read_text()))
-            except (OSError, ValueError, TypeError) as error:
-                raise CatalogError(f"cannot read UDF {file}: {error}; remove it and register the UDF again") from None
-            specs[spec.name] = spec
-        return specs
-
-    def save(self, spec: UdfSpec) -> None:
-        write_json_atomically(self.directory / f"{spec.name}.json", asdict(spec))
+        super().__init__(directory / DIRECTORY)
 
 
 def make_udf(name: str, function: Callable | str, reasons: Callable | str | None, returns: str) -> ReasonUdf:
@@ -150,6 +140,31 @@ def udf_calls(expression: exp.Expression, udfs: dict[str, ReasonUdf]) -> list[ex
         if call.name.lower() in udfs:
             calls.setdefault((id(call.find_ancestor(exp.Select)), call.sql(dialect="spark").lower()), call)
     return list(calls.values())
+
+
+class SessionUdfs:
+    """The reason-capable UDFs of one session: the catalog's, and those registered in it."""
+
+    def __init__(self, directory: Location) -> None:
+        self.store = UdfStore(directory)
+        self._udfs: dict[str, ReasonUdf] = {}  # registered in the session's Spark
+
+    def register(self, spark, name: str, function, reasons, returns: str) -> None:
+        """Register ``function`` in Spark as ``name``; one given as texts is kept in the catalog."""
+        udf = make_udf(name, function, reasons, returns)
+        register_in_spark(spark, udf)
+        if udf.spec is not None:
+            self.store.write(udf.spec)
+        self._udfs[udf.name] = udf
+
+    def all(self, spark) -> dict[str, ReasonUdf]:
+        """Every UDF, the catalog's registered in Spark first (again when changed since)."""
+        for name, spec in self.store.all().items():
+            if name not in self._udfs or self._udfs[name].spec != spec:
+                udf = make_udf(name, spec.function, spec.reasons, spec.returns)
+                register_in_spark(spark, udf)
+                self._udfs[name] = udf
+        return dict(self._udfs)
 
 
 def explain_reasons(session, result: str, row: int, udfs: dict[str, ReasonUdf]) -> list[Reasons]:

@@ -62,13 +62,11 @@ import posixpath
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from functools import lru_cache
-
-from sqlglot import exp
 
 from dltrace.catalog import NAME_PATTERN, Catalog, quoted
-from dltrace.errors import BadInput, CatalogError, DltraceError
+from dltrace.errors import BadInput, CatalogError
 from dltrace.ids import FIRST_REFERENCE_ID, ROW_BITS, ROW_MASK
+from dltrace.plain import names_read
 from dltrace.recovery import referenced_saves
 from dltrace.storage import Location, location
 from dltrace.table_data import backquoted, read_parquet
@@ -709,29 +707,3 @@ def write_shared_sets(sets: Sequence, target: Location) -> int:
     rows = reduce(lambda a, b: a.unionAll(b), exploded).coalesce(1)
     rows.write.options(**WRITE_OPTIONS).option("parquet.block.size", INDEX_ROW_GROUP_BYTES).parquet(str(target))
     return read_parquet(rows.sparkSession, target, SHARED_SCHEMA).count()  # from the files' footers
-
-
-def names_read(query: str) -> set[str]:
-    """The names of the tables, saved results and views ``query`` reads (lower case); a
-    name a CTE defines is the CTE's where the CTE is visible, as in SQL (``WITH orders AS
-    (SELECT ... FROM orders)`` reads the table)."""
-    return set(_names_read(query))
-
-
-@lru_cache(maxsize=64)  # a pipeline step asks it of the same texts several times
-def _names_read(query: str) -> frozenset[str]:
-    from sqlglot.errors import SqlglotError
-    from sqlglot.optimizer.scope import traverse_scope
-
-    from dltrace.rewriter import parse
-
-    try:
-        expression = parse(query)
-    except DltraceError:
-        return frozenset()
-    try:
-        return frozenset(source.name.lower() for scope in traverse_scope(expression)
-                         for source in scope.sources.values() if isinstance(source, exp.Table))
-    except SqlglotError:  # scopes sqlglot cannot build: every name not defined by a CTE
-        defined = {cte.alias_or_name.lower() for cte in expression.find_all(exp.CTE)}
-        return frozenset({table.name.lower() for table in expression.find_all(exp.Table)} - defined)

@@ -6,25 +6,25 @@ import os
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import NamedTuple
 
-from dltrace import granularity, rewriter
+from dltrace import granularity, rewriter, steps
 from dltrace.broadcasts import keep_broadcasts
 from dltrace.catalog import NAME_PATTERN, Catalog, TableEntry, register
-from dltrace.engine import reference_codes, rewrite_over_catalog
-from dltrace.errors import BadInput, CatalogError, SourceChanged, spark_error
-from dltrace.plain import plain_sql, with_spark_aliases, with_spark_names
-from dltrace.results import DL, ROW, ResultStore, SavedResult, names_read
+from dltrace.deprecated import renamed_keyword
+from dltrace.engine import rewrite_over_catalog
+from dltrace.errors import BadInput, spark_error
+from dltrace.plain import names_read, plain_sql, with_spark_aliases, with_spark_names
+from dltrace.reasons import SessionUdfs
+from dltrace.results import ROW, ResultStore, SavedResult
 from dltrace.rewriter.base_table import tagged_row_ids
-from dltrace.rewriter.saved_result import LINEAGE_COLUMN, ROW_COLUMN, shared_view
+from dltrace.rewriter.saved_result import LINEAGE_COLUMN
+from dltrace.scripts import spark_sql_script
 from dltrace.spark import SORTED_AGGREGATES, get_spark, session_conf
-from dltrace.table_data import backquoted, check_unchanged, rows_sql, table_rows
+from dltrace.spark_views import SparkViews
+from dltrace.steps import MadeBy
 from dltrace.views import ViewStore, inline
 
 DEFAULT_CATALOG = ".dltrace"
-_VIEW_PATHS: dict[tuple[int, str], str] = {}  # (Spark session, view name) -> the Parquet it reads
-# (Spark session, saved result) whose view has its rows but not their resolved lineage (_ensure_views)
-_ROWS_ONLY_VIEWS: set[tuple[int, str]] = set()
 
 
 def catalog_dir(catalog: str | os.PathLike | None) -> str | os.PathLike:
@@ -33,28 +33,9 @@ def catalog_dir(catalog: str | os.PathLike | None) -> str | os.PathLike:
     return catalog or os.environ.get("DLTRACE_CATALOG") or DEFAULT_CATALOG
 
 
-def check_savable(lineage_on: granularity.LineageOnArgument) -> None:
-    """Saved results hold base-row ids, which impact and explain look up: granule ids
-    (``LINEAGE ON``) name no rows, so such a result cannot be saved."""
-    if lineage_on is not None:
-        raise BadInput("save keeps base-row lineage for impact and explain: run the query without LINEAGE ON")
-
-
-class MadeBy(NamedTuple):
-    """What a DataFrame ``sql`` returned was computed from, for ``save`` and ``shared_lineage``."""
-
-    query: str
-    semantics: str
-    repr: str
-    lineage_on: granularity.LineageOnArgument
-    disjoint: bool  # no id in two rows' DLs: a saved result remembers it for queries reading it
-    shared: rewriter.SharedLineage | None  # the lineage with the sets all rows share held apart
-    many_groups: bool  # its outermost SELECT groups by a key into many groups: ``executing`` sorts them
-    references: bool = False  # planned as a saved step stores it: the rows it reads from saved results named
-
-
 class LineageSession:
-    """Registers tables, rewrites queries and runs them with lineage on Spark."""
+    """Registers tables, rewrites queries and runs them with lineage on Spark: a facade over
+    the modules that own each part (docs/architecture.md, "Map of the package")."""
 
     def __init__(self, catalog: str | os.PathLike | None = None, spark=None, master: str | None = None) -> None:
         self.catalog = Catalog(catalog_dir(catalog))
@@ -66,13 +47,21 @@ class LineageSession:
         # the rows of ``result(name)`` with their shared sets held apart, for ``shared_lineage``
         self._held_apart: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self.temporary_views: dict[str, str] = {}  # CREATE TEMP VIEW: name -> query, for this session
-        self._udfs: dict = {}  # reason-capable UDFs registered in this session's Spark (reasons.ReasonUdf)
+        self._udfs = SessionUdfs(self.catalog.directory)  # reason-capable UDFs (dltrace/reasons.py)
+        self._spark_views: SparkViews | None = None  # made with Spark, which starts on first use
 
     @property
     def spark(self):
         if self._spark is None:
             self._spark = get_spark(self._master)
         return self._spark
+
+    @property
+    def spark_views(self) -> SparkViews:
+        """The catalog's tables and saved results as views of this session's Spark."""
+        if self._spark_views is None:
+            self._spark_views = SparkViews(self.spark, self.catalog)
+        return self._spark_views
 
     def register(
         self,
@@ -98,24 +87,11 @@ class LineageSession:
         by ``name``, with its reasoning mode (the same inputs in, a DataFrame with columns
         ``value`` and ``reason`` out) for ``explain_reasons``.  Given as ``"module:attribute"``
         texts, both are kept in the catalog and every later session has them."""
-        from dltrace import reasons as reasoning
-
-        udf = reasoning.make_udf(name, function, reasons, returns)
-        reasoning.register_in_spark(self.spark, udf)
-        if udf.spec is not None:
-            reasoning.UdfStore(self.catalog.directory).save(udf.spec)
-        self._udfs[udf.name] = udf
+        self._udfs.register(self.spark, name, function, reasons, returns)
 
     def udfs(self) -> dict:
         """The reason-capable UDFs this session has: the catalog's, and those registered here."""
-        from dltrace import reasons as reasoning
-
-        for name, spec in reasoning.UdfStore(self.catalog.directory).all().items():
-            if name not in self._udfs or self._udfs[name].spec != spec:
-                udf = reasoning.make_udf(name, spec.function, spec.reasons, spec.returns)
-                reasoning.register_in_spark(self.spark, udf)
-                self._udfs[name] = udf
-        return dict(self._udfs)
+        return self._udfs.all(self.spark)
 
     def explain_reasons(self, result: str, row: int) -> list:
         """The reasoning lineage of row ``row`` of saved ``result``: per call of a reason-capable
@@ -164,76 +140,12 @@ class LineageSession:
         expanded = inline(expression, definition)
         return query if expanded is expression else expanded.sql(dialect="spark")
 
-    def _ensure_views(self, names: set[str] | None = None, lineage: bool = True) -> None:
-        """Temporary views named as the catalog's tables, over their Parquet with ``_dl_id``,
-        and as its saved results, over their rows with the saved DL as ``_dl_lineage``: all of
-        them, or those among ``names`` (what a query reads: a pipeline step saved a moment ago
-        gets its view when a later step reads it, not at every query in between).
-
-        Views belong to the Spark session, which several LineageSessions (catalogs) may share:
-        what each view reads is tracked per Spark session, by absolute path.
-
-        The files of in-place tables are checked (a stat each): a changed one's error is kept
-        in ``_stale`` and raised by a query that reads the table (``run``).
-
-        Without ``lineage`` (the query does not read ``_dl_lineage``: a step naming the rows it
-        reads), the view of a result whose DLs name upstream rows has its rows alone: resolving
-        them to base ids is a plan of joins that Spark would prune anyway, and building it
-        costs more than the rest of a small step's planning.
-        """
-        self._stale: dict[str, SourceChanged | CatalogError] = {}
-        if names is not None:  # a result's shared sets are read through a view of their own
-            names = names | {n.removeprefix(shared_view("")) for n in names if n.startswith(shared_view(""))}
-        for name, entry in self.catalog.tables.items():
-            if names is not None and name not in names:
-                continue
-            path = str(self.catalog.data_path(name))
-            if entry.files:
-                try:
-                    check_unchanged(self.catalog, name)
-                except SourceChanged as error:
-                    self._stale[name] = error
-                    continue
-            if _VIEW_PATHS.get((id(self.spark), name)) != path:
-                # the recorded schema spares Spark a job per table to infer it from footers
-                table_rows(self.spark, self.catalog, name).createOrReplaceTempView(name)
-                _VIEW_PATHS[(id(self.spark), name)] = path
-
-        for name, result in self.saved_results().items():
-            if names is not None and name not in names:
-                continue
-            path, key = str(self.store.path(result.data)), (id(self.spark), name)
-            rows_only = bool(result.references) and not lineage
-            if _VIEW_PATHS.get(key) == path and (rows_only or key not in _ROWS_ONLY_VIEWS):
-                continue
-            try:
-                if rows_only:  # the upstream saves it names, down the chain, must still be there
-                    self.store.check_referenced(result)
-                    rows = self.store.rows(self.spark, result)
-                else:
-                    rows = self.store.lineage_without_shared(self.spark, result)
-            except CatalogError as error:  # e.g. the upstream save it names is gone
-                self._stale[name] = error  # raised by a query that reads it, not by every query
-                continue
-            columns = [*map(backquoted, result.query_columns), f"{ROW} AS {ROW_COLUMN}"]
-            if not rows_only:
-                # typed without NULL elements, as the rewriter's own sets: Spark sorts such arrays
-                # natively instead of with a boxed comparator
-                columns.append(f"array_compact({DL}) AS {LINEAGE_COLUMN}")
-            rows.selectExpr(*columns).createOrReplaceTempView(name)
-            if result.shared:
-                self.store.shared_sets(self.spark, result).createOrReplaceTempView(shared_view(name))
-            _VIEW_PATHS[key] = path
-            if rows_only:
-                _ROWS_ONLY_VIEWS.add(key)
-            else:
-                _ROWS_ONLY_VIEWS.discard(key)
-
+    @renamed_keyword("repr", "representation")
     def rewrite(
         self,
         query: str,
         semantics: str = "control",
-        repr: str = "set",
+        representation: str = "set",
         tag_instances: bool = False,
         lineage_on: granularity.LineageOnArgument = None,
     ) -> str:
@@ -248,8 +160,10 @@ class LineageSession:
         if lineage_on == ():
             return self.plain(query)
         if lineage_on is not None:
-            return granularity.granular_sql(self, self.traceable_on_values(query), lineage_on, semantics, repr)
-        expression = self.lineage_expression(query, semantics, repr, tagged_row_ids if tag_instances else None)
+            return granularity.granular_sql(self, self.traceable_on_values(query), lineage_on, semantics,
+                                            representation)
+        id_source = tagged_row_ids if tag_instances else None
+        expression = self.lineage_expression(query, semantics, representation, id_source)
         return with_spark_aliases(self, self.expand(query), expression).sql(dialect="spark")
 
     def traceable_on_values(self, query: str) -> str:
@@ -268,7 +182,7 @@ class LineageSession:
         self,
         query: str,
         semantics: str = "control",
-        repr: str = "set",
+        representation: str = "set",
         id_source: rewriter.IdSource | None = None,
         ids_ordered_by_table: bool = True,
         references: bool = False,
@@ -280,7 +194,7 @@ class LineageSession:
         expanded_text = self.expand(query)
         saved = self.results_read(expanded_text)
         return rewrite_over_catalog(rewriter.parse(expanded_text), self.catalog.tables, self.schemas(saved), saved,
-                                    semantics, repr, id_source, ids_ordered_by_table, references=references)
+                                    semantics, representation, id_source, ids_ordered_by_table, references=references)
 
     def results_read(self, expanded_query: str) -> dict[str, SavedResult]:
         """The saved results a query (views inlined) reads."""
@@ -298,11 +212,12 @@ class LineageSession:
         """The query without lineage, as written (``*`` never shows ``_dl_id``): dltrace/plain.py."""
         return plain_sql(self.expand(query), self.schemas())
 
+    @renamed_keyword("repr", "representation")
     def sql(
         self,
         query: str,
         semantics: str = "control",
-        repr: str = "set",
+        representation: str = "set",
         lineage: bool = True,
         tag_instances: bool = False,
         lineage_on: granularity.LineageOnArgument = None,
@@ -312,23 +227,26 @@ class LineageSession:
         query, lineage_on = granularity.split_lineage_on(query, lineage_on)
         query = self.expand(query)  # views inlined once: the rewrite, Spark's names and save read it
         if lineage and lineage_on is None:
-            return self._row_lineage(query, semantics, repr, tagged_row_ids if tag_instances else None)
-        text = self.rewrite(query, semantics, repr, tag_instances, lineage_on) if lineage else self.plain(query)
+            return self._row_lineage(query, semantics, representation, tagged_row_ids if tag_instances else None)
+        if not lineage:
+            text = self.plain(query)
+        else:
+            text = self.rewrite(query, semantics, representation, tag_instances, lineage_on)
         frame = self.run(text)
         if lineage:
             frame = with_spark_names(self, query, frame)
-            self._queries[frame] = MadeBy(query, semantics, repr, lineage_on, False, None, False)
+            self._queries[frame] = MadeBy(query, semantics, representation, lineage_on, False, None, False)
         return frame
 
-    def _row_lineage(self, query: str, semantics: str, repr: str, id_source: rewriter.IdSource | None = None,
+    def _row_lineage(self, query: str, semantics: str, representation: str, id_source: rewriter.IdSource | None = None,
                      references: bool = False):
         """``query`` (views inlined) with row lineage, remembered for ``save`` and
         ``shared_lineage`` (``references``: as a saved step stores it)."""
-        expression = self.lineage_expression(query, semantics, repr, id_source, references=references)
+        expression = self.lineage_expression(query, semantics, representation, id_source, references=references)
         frame = keep_broadcasts(self.run(expression.sql(dialect="spark")), expression, self.catalog, self.run)
         frame = with_spark_names(self, query, frame)
         meta = expression.meta
-        self._queries[frame] = MadeBy(query, semantics, repr, None, meta.get(rewriter.DISJOINT_ROWS, False),
+        self._queries[frame] = MadeBy(query, semantics, representation, None, meta.get(rewriter.DISJOINT_ROWS, False),
                                       meta.get(rewriter.SHARED), meta.get(rewriter.MANY_GROUPS, False), references)
         return frame
 
@@ -368,8 +286,8 @@ class LineageSession:
 
         if reads is None:
             reads = names_read(spark_sql) or None  # nothing found (or SQL sqlglot cannot read): every view
-        self._ensure_views(reads, lineage=LINEAGE_COLUMN in spark_sql.lower())
-        self._check_fresh(reads or ())
+        self.spark_views.ensure(reads, lineage=LINEAGE_COLUMN in spark_sql.lower())
+        self.spark_views.check_fresh(reads or ())
         udafs.register(self.spark)
         self.udfs()  # the catalog's reason-capable UDFs, callable by name
         try:
@@ -377,49 +295,19 @@ class LineageSession:
         except PySparkException as error:
             raise spark_error(error) from None
 
-    def _check_fresh(self, names) -> None:
-        """Stop if one of the tables ``names`` is in place and its files changed."""
-        stale = sorted(set(names) & set(self._stale))
-        if stale:
-            raise self._stale[stale[0]]
-
+    @renamed_keyword("repr", "representation")
     def script(
         self,
         query: str,
         semantics: str = "control",
-        repr: str = "set",
+        representation: str = "set",
         lineage_on: granularity.LineageOnArgument = None,
     ) -> str:
         """A self-contained script for ``spark-sql -f``: views over the Parquet, then the query."""
-        if repr != "set":
+        if representation != "set":
             raise BadInput("spark-sql scripts use --repr set (the roBDD functions live in Python)")
         query, lineage_on = granularity.split_lineage_on(query, lineage_on)
-        text = self.rewrite(query, semantics, repr, lineage_on=lineage_on)
-        lines = [
-            "-- dltrace: the catalog's tables and saved results as views (tables' rows with _dl_id, stored or"
-            " computed for in-place files, results' rows their saved DL), then the query"
-        ]
-        read = names_read(text)
-        for name in sorted(read & set(self.catalog.tables)):
-            lines.append(f"CREATE OR REPLACE TEMPORARY VIEW {name} AS {rows_sql(self.catalog, name)};")
-        for name, result in self.saved_results().items():
-            if name in read and result.references:
-                raise BadInput(f"saved result {name} names the rows of results it was computed from, which a "
-                               f"spark-sql script cannot resolve: inline its query as a CTE")
-            if name in read:
-                path = backquoted(str(self.store.path(result.data)))
-                columns = ", ".join(map(backquoted, result.query_columns))
-                lines.append(
-                    f"CREATE OR REPLACE TEMPORARY VIEW {name} AS "
-                    f"SELECT {columns}, array_compact({DL}) AS {LINEAGE_COLUMN} FROM parquet.{path};"
-                )
-                if result.shared:
-                    shared = backquoted(str(self.store.path(result.shared)))
-                    lines.append(
-                        f"CREATE OR REPLACE TEMPORARY VIEW {shared_view(name)} AS SELECT * FROM parquet.{shared};"
-                    )
-        lines.append(text + ";")
-        return "\n".join(lines) + "\n"
+        return spark_sql_script(self.catalog, self.rewrite(query, semantics, representation, lineage_on=lineage_on))
 
     def decode_granules(
         self, ids: list[int], query: str, lineage_on: granularity.LineageOnArgument = None
@@ -435,8 +323,8 @@ class LineageSession:
         by_table: dict[str, list[int]] = {}
         for dl_id in ids:
             by_table.setdefault(self.catalog.table_of_id(dl_id), []).append(int(dl_id))
-        self._ensure_views()
-        self._check_fresh(by_table)
+        self.spark_views.ensure()
+        self.spark_views.check_fresh(by_table)
         rows = {}
         for table, table_ids in by_table.items():
             entry = self.catalog.entry(table)
@@ -447,13 +335,14 @@ class LineageSession:
 
     # Saved results, impact and explain (docs/architecture.md, docs/formats.md): dltrace/results.py, dltrace/impact/.
 
+    @renamed_keyword("repr", "representation")
     def save(
         self,
         frame,
         name: str,
         query: str | None = None,
         semantics: str | None = None,
-        repr: str | None = None,
+        representation: str | None = None,
         index: bool | None = None,
     ):
         """Keep ``frame`` (a result of ``sql``) with its lineage as result ``name``: Parquet with
@@ -463,55 +352,35 @@ class LineageSession:
         made_by = self._queries.get(frame)
         if query is None and made_by is None:
             raise BadInput("save: this DataFrame was not returned by sql() with row lineage: pass query=")
-        check_savable(made_by.lineage_on if made_by else None)
+        steps.check_savable(made_by.lineage_on if made_by else None)
         if query is not None:
-            check_savable(granularity.split_lineage_on(query, None)[1])
+            steps.check_savable(granularity.split_lineage_on(query, None)[1])
         query = self.expand(query) if query is not None else made_by.query
         semantics = semantics or (made_by.semantics if made_by else "control")
-        repr = repr or (made_by.repr if made_by else "set")
+        representation = representation or (made_by.representation if made_by else "set")
         self.check_name_free(name, "a saved result")
-        if name.lower() in names_read(query) and self.store.exists(name):
-            raise BadInput(f"result {name.lower()} cannot be computed from itself: save it under another name")
-        disjoint = bool(made_by and made_by.disjoint)
-        shared_disjoint = bool(made_by and made_by.shared and made_by.shared.disjoint)
-        references, named_rows_disjoint = {}, True
-        if made_by is not None and made_by.lineage_on is None and (read := self.results_read(query)):
-            # a step: the rows it read from saved results are named, not spelled out again.
-            # The disjoint flags describe the whole DLs, as the query planned with saved lineage
-            # spelled out sees them (made_by, or its rewrite alone when ``frame`` was planned as
-            # the step stores it); and rows naming distinct upstream rows have disjoint whole
-            # DLs only if those rows do, shared sets included
-            if made_by.references:
-                whole = self.lineage_expression(query, semantics, repr).meta
-                disjoint = whole.get(rewriter.DISJOINT_ROWS, False)
-                shared_disjoint = bool(whole.get(rewriter.SHARED) and whole[rewriter.SHARED].disjoint)
-            else:
-                frame = self._row_lineage(query, semantics, repr, references=True)
-            # the saves the step's DLs name are those its plan read (the views' files): one saved
-            # again since the plan (another process) would be recorded in place of the one named
-            moved = sorted(n for n, r in read.items()
-                           if _VIEW_PATHS.get((id(self.spark), n)) != str(self.store.path(r.data)))
-            if moved:
-                raise BadInput(f"result {moved[0]} was saved again while {name.lower()} was computed from it: "
-                               f"run the step again")
-            references = reference_codes(read)
-            named_rows_disjoint = all(r.disjoint and not r.shared_sets for r in read.values())
+        steps.check_target(self.store, name, query)
+        lineage = steps.plain_lineage(made_by)
+        if steps.is_step(made_by) and (read := self.results_read(query)):
+            if not made_by.references:  # planned again as the step stores it: the rows read named
+                frame = self._row_lineage(query, semantics, representation, references=True)
+            lineage = steps.step_lineage(name, made_by, read, self.store, self.spark_views.path,
+                                         lambda: self.lineage_expression(query, semantics, representation).meta)
         rows, sets = self.shared_lineage(frame)  # shared sets are stored once, not in every row
-        if sets:
-            disjoint = shared_disjoint
-        disjoint = disjoint and named_rows_disjoint
         with self.executing(frame):
-            return self.store.save(rows, name, query, semantics, repr, index, disjoint_rows=disjoint,
-                                   shared_sets=sets, references=references, named=read if references else None)
+            return self.store.save(rows, name, query, semantics, representation, index,
+                                   disjoint_rows=lineage.disjoint_rows(bool(sets)), shared_sets=sets,
+                                   references=lineage.references, named=lineage.named)
 
     # Pipelines (dltrace/pipeline.py): steps saved as results, views, scripts.
 
+    @renamed_keyword("repr", "representation")
     def create_table(
         self,
         name: str,
         query: str,
         semantics: str = "control",
-        repr: str = "set",
+        representation: str = "set",
         replace: bool = False,
         index: bool | None = None,
     ) -> SavedResult:
@@ -524,9 +393,9 @@ class LineageSession:
         bare, lineage_on = granularity.split_lineage_on(query, None)
         if lineage_on is None and self.results_read(expanded := self.expand(bare)):
             # a step over saved results: Spark plans only the form it stores (their rows named)
-            frame = self._row_lineage(expanded, semantics, repr, references=True)
+            frame = self._row_lineage(expanded, semantics, representation, references=True)
         else:
-            frame = self.sql(query, semantics, repr)
+            frame = self.sql(query, semantics, representation)
         return self.save(frame, name, index=index)
 
     def create_view(self, name: str, query: str, temporary: bool = False, replace: bool = False) -> None:
@@ -548,13 +417,14 @@ class LineageSession:
         else:
             stored.save(lowered, query)
 
-    def run_script(self, text: str, semantics: str = "control", repr: str = "set", on_outcome=None) -> list:
+    @renamed_keyword("repr", "representation")
+    def run_script(self, text: str, semantics: str = "control", representation: str = "set", on_outcome=None) -> list:
         """Run a pipeline script (``;``-separated CREATE TABLE AS / CREATE VIEW / queries) in
         order; returns what each statement did (``pipeline.Outcome``), ``on_outcome`` sees
         each as it completes."""
         from dltrace.pipeline import run_script
 
-        return run_script(self, text, semantics, repr, on_outcome)
+        return run_script(self, text, semantics, representation, on_outcome)
 
     def results(self):
         """The saved results (metadata: query, inputs, catalog version, rows, ...)."""
@@ -567,21 +437,10 @@ class LineageSession:
     def result(self, name: str):
         """The rows of saved result ``name``: ``_row``, the query's columns, ``DL`` (each row's
         whole DL, shared sets spelled out)."""
-        from pyspark.sql import functions as F
-
-        from dltrace.results import SHARED_ID, SHARED_REFS, SHARED_SET
-
         saved = self.store.get(name)
         frame = self.store.lineage_rows(self.spark, saved).orderBy(ROW)
         if saved.shared:
-            sets = self.store.shared_sets(self.spark, saved)
-            self._held_apart[frame] = (
-                self.store.lineage_without_shared(self.spark, saved).drop(SHARED_REFS).orderBy(ROW),
-                [
-                    sets.where(F.col(SHARED_SET) == number).agg(F.sort_array(F.collect_list(SHARED_ID)).alias(DL))
-                    for number in range(saved.shared_sets)
-                ],
-            )
+            self._held_apart[frame] = steps.held_apart(self.store, self.spark, saved)
         return frame
 
     def drop_result(self, name: str) -> None:
@@ -627,7 +486,7 @@ class LineageSession:
         queries through ``run`` or ``spark.sql``; returns their names."""
         from dltrace.summary import define_views
 
-        self._ensure_views()
+        self.spark_views.ensure()
         return define_views(self, [results] if isinstance(results, str) else list(results))
 
     def lineage_script(self, results: str | list[str], query: str | None = None) -> str:

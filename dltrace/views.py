@@ -18,17 +18,15 @@ WITH ca AS (SELECT s_id FROM store WHERE state = 'CA'), ca_sales AS (SELECT * FR
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from sqlglot import exp
 
 from dltrace.catalog import NAME_PATTERN, Catalog
-from dltrace.errors import BadInput, CatalogError
-from dltrace.recovery import write_json_atomically
-from dltrace.storage import Location
+from dltrace.errors import BadInput
+from dltrace.json_store import JsonStore
 
 DIRECTORY = "views"
 
@@ -42,38 +40,26 @@ class View:
     created_at: float
 
 
-class ViewStore:
+class ViewStore(JsonStore[View]):
     """The views kept in one catalog directory."""
 
+    record = View
+    kind = "view"
+
     def __init__(self, catalog: Catalog) -> None:
-        self.directory = catalog.directory / DIRECTORY
-
-    def _file(self, name: str) -> Location:
-        return self.directory / f"{name.lower()}.json"
-
-    def all(self) -> dict[str, View]:
-        views = {}
-        for file in self.directory.glob("*.json"):
-            try:
-                view = View(**json.loads(file.read_text()))
-            except (OSError, ValueError, TypeError) as error:
-                raise CatalogError(f"cannot read view {file}: {error}") from None
-            views[view.name] = view
-        return views
+        super().__init__(catalog.directory / DIRECTORY)
 
     def save(self, name: str, query: str) -> View:
         """Write the view atomically (a temporary file renamed over the old one)."""
         if not NAME_PATTERN.match(name):
             raise BadInput(f"'{name}' is not a valid view name: use letters, digits and _")
-        view = View(name.lower(), query, time.time())
-        write_json_atomically(self._file(name), asdict(view))
-        return view
+        return self.write(View(name.lower(), query, time.time()))
 
     def drop(self, name: str) -> None:
-        if not self._file(name).exists():
+        if not self.file(name).exists():
             known = ", ".join(self.all()) or "none"
             raise BadInput(f"no view '{name}' (views: {known})")
-        self._file(name).unlink()
+        self.file(name).unlink()
 
 
 def inline(expression: exp.Query, definition: Callable[[str], str | None]) -> exp.Query:

@@ -48,7 +48,7 @@ def outcomes(session, scratch: Path, everything: bool = False) -> dict:
     """What dltrace computes here, which must not depend on where Spark runs."""
     out: dict = {}
     for name, representation in CASES + (MORE_CASES if everything else []):
-        out[f"{name}/{representation}"] = rows(session.sql(QUERIES[name], repr=representation))
+        out[f"{name}/{representation}"] = rows(session.sql(QUERIES[name], representation=representation))
     session.save(session.sql(QUERIES["aggregate"]), "agg")
     out["impact/stored"] = rows(session.impact(BAD, result="agg"))
     out["impact/reeval"] = rows(session.impact(BAD, result="agg", mode="reeval"))

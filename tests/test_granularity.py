@@ -159,7 +159,7 @@ def test_nulls_in_different_positions_are_different_granules(spark, tmp_path):
 def test_every_representation_gives_the_same_granules(paper, representation):
     """Granule ids are plain bigints (negative ones too): no representation needs more."""
     def lineage(repr_: str) -> list:
-        rows = paper.sql(PAPER_QUERY, repr=repr_, lineage_on="s.city, i.category").collect()
+        rows = paper.sql(PAPER_QUERY, representation=repr_, lineage_on="s.city, i.category").collect()
         decoded = [paper.decode_granules(row.DL, PAPER_QUERY, "s.city, i.category") for row in rows]
         return sorted((row.s_name, lineage_ids(row.DL), str(values)) for row, values in zip(rows, decoded))
 

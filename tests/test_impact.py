@@ -363,7 +363,7 @@ def test_saving_needs_row_lineage(paper):
 def test_robdd_lineage_is_saved_as_sorted_ids(paper):
     """Saved results keep id arrays whatever the representation: the index and arrays_overlap read them."""
     query = "select s_name, sum(num) as n from store natural join sales group by s_name"
-    paper.save(paper.sql(query, repr="bdd"), "by_name_bdd")
+    paper.save(paper.sql(query, representation="bdd"), "by_name_bdd")
     saved = {r.s_name: list(r.DL) for r in paper.result("by_name_bdd").collect()}
     assert saved == {r.s_name: list(r.DL) for r in paper.sql(query).collect()}
     assert ResultStore(paper.catalog).get("by_name_bdd").representation == "bdd"

@@ -12,11 +12,11 @@ import pytest
 
 from dltrace import LineageSession
 from dltrace.cli import main
+from dltrace.commands.tables import drop_table
 from dltrace.datasets import REGISTRATION, TABLES, generate, table_paths
 from dltrace.errors import SourceChanged
 from dltrace.ids import make_id
 from dltrace.table_data import duckdb_rows_sql
-from dltrace.tables import drop_table
 from tests.oracle import DuckOracle, check_completeness, check_exact_lineage, lineage_bag
 from tpch.queries import load
 

@@ -118,7 +118,7 @@ def test_materializing_a_step_changes_nothing(pipelines, oracle, pipeline, seman
     steps, final = PIPELINES[pipeline]
     prefix = f"{pipeline[:4]}_{semantics[0]}{representation[0]}_"
     script, final_query = script_of(steps, final, prefix)
-    outcomes = pipelines.run_script(script + final_query, semantics=semantics, repr=representation)
+    outcomes = pipelines.run_script(script + final_query, semantics=semantics, representation=representation)
     assert [o.kind for o in outcomes] == ["table"] * len(steps) + ["query"]
     through_steps = outcomes[-1].frame.collect()
     one_query = pipelines.sql(inlined(steps, final), semantics, representation).collect()
@@ -329,7 +329,7 @@ def test_a_step_with_many_groups_is_saved_by_sorted_aggregates(pipelines, monkey
 def test_the_cli_prints_rows_of_many_groups_by_sorted_aggregates(capsys, pipelines, monkeypatch, sorted_aggregates):
     """The CLI plans a query of many groups with Spark's sort aggregate too (its own action),
     one of few groups with Spark's default."""
-    from dltrace import cli as cli_module
+    from dltrace.commands import output as cli_module
 
     setting, sorted_ = sorted_aggregates
     in_force = []
@@ -768,9 +768,9 @@ def test_a_step_over_a_save_without_a_metadata_copy_and_a_missing_upstream_save(
     assert {r._row: list(r.DL) for r in fresh.result("ref_natrev").collect()} == referencing["ref_natrev"]
     kept = pipelines.store.path(upstream.data).parent
     kept.remove()  # lost by hand
-    from dltrace.session import _VIEW_PATHS
+    from dltrace.spark_views import SparkViews
 
-    _VIEW_PATHS.clear()
+    SparkViews.forget(fresh.spark)
     assert fresh.sql("select count(*) as n from nation").collect()[0].n == 25
     with pytest.raises(DltraceError, match="names rows of result ref_custrev .* which are gone: save ref_natrev again"):
         fresh.sql("select count(*) from ref_natrev").collect()
@@ -854,13 +854,13 @@ def test_two_terms_over_one_table_are_not_disjoint(pipelines, referencing):
 def test_views_are_made_for_what_a_query_reads(pipelines):
     """A query gets the views of the tables and results it reads when it runs, a CTE named
     as the table it reads included; the other views wait for a query that reads them."""
-    from dltrace.session import _VIEW_PATHS
+    from dltrace.spark_views import SparkViews
 
     pipelines.create_table("lazy_step", "select n_regionkey, count(*) as n from nation group by n_regionkey",
                            replace=True)
     for view in ("nation", "region", "lazy_step"):
         pipelines.spark.catalog.dropTempView(view)
-    _VIEW_PATHS.clear()
+    SparkViews.forget(pipelines.spark)
     shadowing = "with nation as (select * from nation where n_nationkey < 3) select count(*) as n from nation"
     assert [(r.n, len(r.DL)) for r in pipelines.sql(shadowing).collect()] == [(3, 3)]
     views = {t.name for t in pipelines.spark.catalog.listTables() if t.isTemporary}
@@ -873,24 +873,23 @@ def test_a_step_over_named_rows_reads_them_unresolved_and_a_later_query_resolves
     """A step over a result whose DLs name upstream rows names those rows in turn: its view of
     the result has the rows alone.  A query that reads the result's lineage afterwards gets
     it resolved, and a step over it fails in one line once the save it names is gone."""
-    from dltrace.session import _ROWS_ONLY_VIEWS, _VIEW_PATHS
+    from dltrace.spark_views import SparkViews
 
-    _VIEW_PATHS.clear()
-    _ROWS_ONLY_VIEWS.clear()
+    SparkViews.forget(pipelines.spark)
     step = "select count(*) as nations, sum(revenue) as revenue from ref_natrev"
     pipelines.create_table("ref_total", step, replace=True)
-    assert (id(pipelines.spark), "ref_natrev") in _ROWS_ONLY_VIEWS
+    assert pipelines.spark_views.rows_only("ref_natrev")
     whole = sorted(i for ids in referencing["ref_natrev"].values() for i in ids)
     assert [list(r.DL) for r in pipelines.result("ref_total").collect()] == [whole]
     read = pipelines.sql("select c_nationkey, revenue from ref_natrev")
     spelled = {(r.c_nationkey, tuple(r.DL)) for r in read.collect()}
     assert spelled == {(r.c_nationkey, tuple(r.DL)) for r in pipelines.result("ref_natrev").collect()}
-    assert (id(pipelines.spark), "ref_natrev") not in _ROWS_ONLY_VIEWS
+    assert not pipelines.spark_views.rows_only("ref_natrev")
     kept = pipelines.store.path(pipelines.store.get("ref_custrev").data).parent
     saved = pipelines.store.get("ref_total").stamp
     pipelines.create_table("ref_custrev", REFERENCE_STEPS[0][1] + " having count(*) > 1", replace=True)
     kept.remove()  # lost by hand
-    _VIEW_PATHS.clear()
+    SparkViews.forget(pipelines.spark)
     with pytest.raises(DltraceError, match="names rows of result ref_custrev .* which are gone: save ref_natrev again"):
         pipelines.create_table("ref_total", step, replace=True)
     assert pipelines.store.get("ref_total").stamp == saved

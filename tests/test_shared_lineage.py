@@ -54,7 +54,7 @@ def test_the_rewriter_holds_shared_sets_apart_exactly_where_rows_share_them(tpch
 
 @pytest.mark.parametrize("query, representation", [(q, "set") for q in SHARING] + [("q11", "bdd"), ("q22", "bdd")])
 def test_saved_shared_sets_give_back_every_rows_whole_dl(shared, query, representation):
-    frame = shared.sql(load(query), repr=representation)
+    frame = shared.sql(load(query), representation=representation)
     name = f"sh_{query}_{representation}"
     saved = shared.save(frame, name)
     assert saved.shared_sets == 1 and saved.shared and saved.format == FORMAT

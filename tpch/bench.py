@@ -91,7 +91,7 @@ def spark_modes(session, names: list[str], scratch: Path) -> list[Mode]:
         return dataframe(lambda: session.sql(query, lineage=False))
 
     def forward(representation: str) -> Callable[[str, str], Runner]:
-        return lambda name, query: dataframe(lambda: session.sql(query, repr=representation))
+        return lambda name, query: dataframe(lambda: session.sql(query, representation=representation))
 
     def ids(name: str, query: str) -> Runner:
         return dataframe(lambda: session.run(ids_only_sql(session, query)))

@@ -23,7 +23,8 @@ from pathlib import Path
 from dltrace import LineageSession
 from dltrace.datasets import REGISTRATION, TABLES, scale_label, tpchgen_executable
 from dltrace.errors import DltraceError
-from dltrace.results import DL, names_read
+from dltrace.plain import names_read
+from dltrace.results import DL
 from tpch.harness import log
 from tpch.queries import load
 

@@ -243,7 +243,7 @@ def timed_save(session, name: str, query: str, index: bool | None, options: dict
     """``(saved result, seconds)``: ``query`` run with lineage and saved as ``name``."""
     start = time.perf_counter()
     with writer_options(options) if options is not None else nullcontext():
-        saved = session.save(session.sql(query, semantics="control", repr="set"), name, index=index)
+        saved = session.save(session.sql(query, semantics="control", representation="set"), name, index=index)
     return saved, time.perf_counter() - start
 
 

@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 from dltrace import LineageSession
+from dltrace.commands.explain import summary_text
 from dltrace.errors import DltraceError
-from dltrace.summary.commands import summary_text
 from tpch.harness import log
 
 

@@ -40,11 +40,11 @@ __all__ = [
 
 
 def granular_sql(
-    session: Engine, query: str, lineage_on: LineageOn, semantics: str = "control", repr: str = "set"
+    session: Engine, query: str, lineage_on: LineageOn, semantics: str = "control", representation: str = "set"
 ) -> str:
     """Spark SQL for ``query`` (without its clause, saved results inlined) with lineage on
     ``lineage_on`` (not empty) over ``session``'s catalog."""
     granularity = resolve(lineage_on, rewriter.parse(query), session.catalog.schemas())
-    return session.lineage_expression(query, semantics, repr, granularity.id_source, ids_ordered_by_table=False).sql(
-        dialect="spark"
-    )
+    expression = session.lineage_expression(query, semantics, representation, granularity.id_source,
+                                            ids_ordered_by_table=False)
+    return expression.sql(dialect="spark")

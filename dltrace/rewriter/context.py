@@ -39,8 +39,9 @@ prepared and read later:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from itertools import count
 from typing import Any
 
 from sqlglot import exp
@@ -114,6 +115,9 @@ class RewriteContext:
     lineage: Lineages = field(default_factory=Lineages)
     # per-scope rules: the scope of the query they are given (sqlglot's: sources, correlation)
     scope: Scope | None = None
+    # ``COPY_OF`` numbers, shared by every context of one rewrite: a subquery's copy inherits
+    # its number, a copy of a copy gets its own
+    copy_numbers: Iterator[int] = field(default_factory=count)
 
 
 def unsupported(node: exp.Expression, what: str) -> UnsupportedLineage:

@@ -31,7 +31,7 @@ parts, not of 200,000, and beats the plain query).
 Inside a lineage copy (TPC-H Q20: the correlated aggregate sits in an IN subquery, whose
 copy every row shares), the original subquery reads the same grouped join too, so that
 Spark computes the aggregate once and reuses it for the copy (``ReusedExchange``) instead
-of reading lineitem twice (Q20 at SF 10: 11.0 s to 7.5 s, plain 5.0 s).  The original does
+of reading lineitem twice (docs/performance.md, "Measurements behind design choices").  The original does
 not read the ids, and Spark would drop them from its aggregate, which then differs from the
 copy's; a filter that is true for every row reads them.
 """  # noqa: E501
@@ -47,8 +47,7 @@ from dltrace.rewriter.context import COPY_OF, SKIP, RewriteContext
 from dltrace.rewriter.semi_join_reduction import is_key_reduction
 from dltrace.rewriter.subquery_copies import expression_subqueries
 
-JOINED = "__dlv"  # the grouped aggregate's alias (``__dlv0``, ...)
-VALUE = "__dlv"  # its value column
+GROUPED = "__dlv"  # the grouped aggregate: its value column, and numbered its alias (``__dlv0``, ...)
 KEY = "__dlk"  # its key columns (``__dlk0``, ...)
 LINEAGE = "__dl"  # its lineage column, the copy's
 # what a value may be built of so that it is NULL when its aggregates see no rows: these
@@ -80,7 +79,7 @@ def grouped_value_join(select: exp.Expression, context: RewriteContext) -> exp.E
         alias = _next_alias(select)
         grouped = exp.select(
             *(exp.alias_(inner.copy(), f"{KEY}{i}") for i, (inner, _) in enumerate(keys)),
-            exp.alias_(_value(subquery).copy(), VALUE),
+            exp.alias_(_value(subquery).copy(), GROUPED),
             exp.alias_(copy.expressions[0].this.copy(), LINEAGE),
         )
         grouped.set("from_", copy.args["from_"].copy())
@@ -107,7 +106,7 @@ def grouped_value_join(select: exp.Expression, context: RewriteContext) -> exp.E
 
 
 def _next_alias(select: exp.Select) -> str:
-    return f"{JOINED}{sum(1 for s in sources(select) if s.alias_or_name.startswith(JOINED))}"
+    return f"{GROUPED}{sum(1 for s in sources(select) if s.alias_or_name.startswith(GROUPED))}"
 
 
 def _join_grouped(select: exp.Select, subquery: exp.Select, grouped: exp.Select, alias: str,
@@ -118,7 +117,7 @@ def _join_grouped(select: exp.Select, subquery: exp.Select, grouped: exp.Select,
                     for i, (_, outer) in enumerate(keys)))
     select.join(exp.Subquery(this=grouped, alias=exp.TableAlias(this=exp.to_identifier(alias))),
                 on=on, join_type="left", copy=False)
-    subquery.parent.replace(exp.column(VALUE, table=alias))
+    subquery.parent.replace(exp.column(GROUPED, table=alias))
 
 
 def _original_of(copy: exp.Select, subquery: exp.Select) -> tuple[exp.Select, exp.Select] | None:
@@ -233,8 +232,8 @@ def _plain_keys(reduction: exp.Expression) -> bool:
     subquery, and no function that may give another value when the keys are computed again
     (an outer row would then lose its value, and the query the row).  Keys that a subquery
     filters come from a join Spark cannot size when it plans, and cost more than they save
-    (TPC-H Q20 at SF 1: 2.10 s with them, 1.21 s without; Q17, keys from part's filters:
-    0.69 s, against 2.42 s without and 1.99 s for the plain query)."""
+    (TPC-H Q20 is slower with them, Q17, whose keys come from part's filters, much faster:
+    docs/performance.md, "Measurements behind design choices")."""
     return len(list(reduction.find_all(exp.Select))) == 1 and not reduction.find(*NONDETERMINISTIC)
 
 

@@ -27,7 +27,6 @@ SELECT item.i_name AS i_name, CONCAT(ARRAY(item._dl_id), (SELECT SORT_ARRAY(COLL
 from __future__ import annotations
 
 from collections.abc import Iterator
-from itertools import count
 
 from sqlglot import exp
 
@@ -36,10 +35,10 @@ from dltrace.rewriter.context import CLAUSE, COPY_OF, SKIP, WHOLE_INPUT, Rewrite
 from dltrace.rewriter.representation import SET
 from dltrace.rewriter.terms import Term, tables_of
 
-PLACEHOLDER = "__dlq"  # a lineage copy's alias in the enclosing SELECT list (``__dlq0``, ...)
-COPY_ROWS = "__dlq"  # a grouped copy's rows, read by the DLUNION above them
+# a lineage copy's alias: numbered in the enclosing SELECT list (``__dlq0``, ...), and as is for
+# a grouped copy's rows, read by the DLUNION above them
+COPY_ALIAS = "__dlq"
 SUPPORTED_CLAUSES = ("where", "having", "expressions")
-_copy_numbers = count()  # COPY_OF: a subquery's copy inherits its number; a copy of a copy gets its own
 
 
 def subquery_copies(expression: exp.Expression, context: RewriteContext) -> exp.Expression:
@@ -115,13 +114,13 @@ def _copy_subqueries(select: exp.Select, context: RewriteContext) -> None:
             continue
         if _always_empty(query, select) and not query.meta.get(WHOLE_INPUT):
             continue
-        query.meta[COPY_OF] = next(_copy_numbers)
+        query.meta[COPY_OF] = next(context.copy_numbers)
         copy = query.copy()
         copy.meta[SKIP] = False
         copy.meta[CLAUSE] = clause
         if query.meta.get(WHOLE_INPUT):
             copy.set("where", None)
-        placeholder = exp.Alias(this=exp.Subquery(this=copy), alias=exp.to_identifier(f"{PLACEHOLDER}{index}"))
+        placeholder = exp.Alias(this=exp.Subquery(this=copy), alias=exp.to_identifier(f"{COPY_ALIAS}{index}"))
         select.append("expressions", placeholder)
         for inner in list(copy.find_all(exp.Select)):  # the copy itself first, then its inner queries
             if not is_skipped(inner):
@@ -168,7 +167,7 @@ def take_copies(select: exp.Select, clauses: tuple[str, ...]) -> list[exp.Expres
     ``clauses``, and return them (their lineage: ``context.lineage.of(copy).output``)."""
     placeholders = [
         e for e in select.expressions
-        if e.alias_or_name.startswith(PLACEHOLDER) and e.this.this.meta.get(CLAUSE) in clauses
+        if e.alias_or_name.startswith(COPY_ALIAS) and e.this.this.meta.get(CLAUSE) in clauses
     ]
     for placeholder in placeholders:
         placeholder.pop()
@@ -202,9 +201,9 @@ def copy_lineage(query: exp.Expression, context: RewriteContext) -> exp.Expressi
     else:
         if correlated:
             raise unsupported(query, "a correlated subquery with GROUP BY, LIMIT or a set operation")
-        terms = tuple(SET.aggregate(t.at(exp.column(t.sql.name, table=COPY_ROWS))) for t in lineage.output)
+        terms = tuple(SET.aggregate(t.at(exp.column(t.sql.name, table=COPY_ALIAS))) for t in lineage.output)
         scalar = exp.select(exp.alias_(SET.as_set(terms), "__dl")).from_(
-            exp.Subquery(this=query, alias=exp.TableAlias(this=exp.to_identifier(COPY_ROWS)))
+            exp.Subquery(this=query, alias=exp.TableAlias(this=exp.to_identifier(COPY_ALIAS)))
         )
     # an uncorrelated copy is a global aggregate: exactly one row, never NULL
     lineage.output = (Term(exp.Subquery(this=scalar), SET.set_kind, tables_of(terms), nullable=correlated),)

@@ -20,18 +20,19 @@ import time
 from dataclasses import asdict
 
 from dltrace.catalog import Catalog, TableEntry
+from dltrace.commands.common import Parents, open_session
 from dltrace.errors import BadInput
 from dltrace.formatting import write_json, write_table
 from dltrace.ids import make_id
 
 
-def add_parser(commands, common: argparse.ArgumentParser) -> None:
-    """The ``tables`` subcommand, added to the ``dltrace`` parser."""
-    tables = commands.add_parser("tables", parents=[common], help="list the registered tables, or drop one")
+def add_parser(commands, parents: Parents) -> None:
+    tables = commands.add_parser("tables", parents=[parents.common], help="list the registered tables, or drop one")
     tables.add_argument("action", nargs="?", choices=("list", "drop"), default="list")
     tables.add_argument("name", nargs="?", help="the table to drop")
     tables.add_argument("--force", action="store_true", help="drop even though saved results depend on the table")
     tables.add_argument("--format", choices=("table", "json"), default="table")
+    tables.set_defaults(run=run)
 
 
 def id_range(entry: TableEntry) -> str:
@@ -71,7 +72,8 @@ def drop_table(catalog: Catalog, name: str, force: bool = False) -> TableEntry:
     return entry
 
 
-def run_tables(catalog: Catalog, args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
+    catalog = open_session(args).catalog
     if args.action == "drop":
         if not args.name:
             raise BadInput("tables drop needs the NAME of a registered table")

@@ -1,0 +1,124 @@
+"""``dltrace explain --result NAME --row N``: the base rows behind a row of a saved result,
+its UDFs' reasons (``--reasons``), or patterns describing them (``--summary``, dltrace/summary)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import asdict
+
+from dltrace.commands.common import OUTPUTS, Parents, open_session, reporting_warnings
+from dltrace.formatting import output_limit, write_json, write_table
+from dltrace.summary.summaries import DEFAULT_PATTERNS, LINEAGE_SAMPLE, Summary, check_options
+
+
+def add_parser(commands, parents: Parents) -> None:
+    explain = commands.add_parser("explain", parents=[parents.common],
+                                  help="the base rows behind a row of a saved result")
+    explain.add_argument("--result", required=True, help="a saved result")
+    explain.add_argument("--row", type=int, required=True, help="its _row number")
+    explain.add_argument("--format", choices=OUTPUTS, default="table")
+    explain.add_argument("--limit", type=int, help="table format: at most N rows per table (50 by default)")
+    explain.add_argument(
+        "--reasons",
+        action="store_true",
+        help="also the reasons of the reason-capable UDFs that fed the row (re-run on its lineage only)",
+    )
+    add_summary_flags(explain)
+    explain.set_defaults(run=run)
+
+
+@reporting_warnings
+def run(args: argparse.Namespace) -> int:
+    session = open_session(args)
+    return run_summary(session, args) if args.summary else explain_rows(session, args)
+
+
+def explain_rows(session, args: argparse.Namespace) -> int:
+    limit = output_limit(args)
+    through = session.store.upstream(args.result)
+    if through and args.format == "table":
+        print(f"row {args.row} of {args.result.lower()} was computed through saved results: {', '.join(through)}\n")
+    for table, frame in session.explain(args.result, args.row).items():
+        if args.format == "json":
+            write_json(({"table": table, **row.asDict()} for row in frame.toLocalIterator()), sys.stdout)
+            continue
+        rows = [row.asDict() for row in frame.limit(limit + 1).collect()]
+        more = f" (first {limit}: raise --limit)" if len(rows) > limit else ""
+        print(f"{table}:{more}")
+        write_table(rows[:limit], frame.columns, session.catalog, sys.stdout)
+        print()
+    if args.reasons:
+        print_reasons(session, args, limit)
+    return 0
+
+
+def print_reasons(session, args: argparse.Namespace, limit: int | None) -> None:
+    """``explain --reasons``: per reason-capable UDF call, its invocations on the row's lineage."""
+    for found in session.explain_reasons(args.result, args.row):
+        records = found.rows.to_dict("records")
+        if args.format == "json":
+            write_json(({"udf": found.udf, **record} for record in records), sys.stdout)
+        else:
+            more = f" (first {limit}: raise --limit)" if len(records) > limit else ""
+            print(
+                f"reasons of {found.call}: {found.invocations} invocations, on the rows of row {args.row}'s lineage, "
+                f"re-run in reasoning mode{more}"
+            )
+            write_table(records[:limit], list(found.rows.columns), session.catalog, sys.stdout)
+            print()
+        if args.format != "table":
+            print(f"dltrace: {found.invocations} invocations of {found.udf} re-run in reasoning mode", file=sys.stderr)
+
+
+def add_summary_flags(explain: argparse.ArgumentParser) -> None:
+    """The ``explain`` flags that ask for patterns instead of the rows."""
+    explain.add_argument(
+        "--summary", action="store_true", help="describe the base rows by patterns instead of listing them"
+    )
+    explain.add_argument("--patterns", type=int, default=DEFAULT_PATTERNS, metavar="K",
+                         help=f"with --summary: at most K patterns per base table (default {DEFAULT_PATTERNS})")
+    explain.add_argument("--sample", type=int, default=LINEAGE_SAMPLE, metavar="N",
+                         help=f"with --summary: learn from at most N lineage rows per table (default {LINEAGE_SAMPLE})")
+
+
+def run_summary(session, args: argparse.Namespace) -> int:
+    check_options(args.patterns, args.sample)
+    summary = session.summarize(args.result, args.row, args.patterns, args.sample)
+    if args.format == "json":
+        write_json(({"result": summary.result, "row": summary.row, **asdict(t)} for t in summary.tables), sys.stdout)
+        return 0
+    sys.stdout.write(summary_text(summary))
+    return 0
+
+
+def summary_text(summary: Summary) -> str:
+    """The summary for people: per table, its patterns with recall and precision."""
+    total = sum(t.lineage_rows for t in summary.tables)
+    lines = [f"result {summary.result}, row {summary.row}: {total} base rows in {len(summary.tables)} table(s)"]
+    for t in summary.tables:
+        how = ("all of them, exact figures" if t.exact else
+               f"a uniform sample of {t.sample}, estimates with 95% intervals")
+        against = "the whole table" if t.table_sample == t.table_rows else f"{t.table_sample} sampled table rows"
+        lines += ["", f"{t.table}: {t.lineage_rows} of its {t.table_rows} rows; patterns learned on {how}, "
+                      f"against {against}"]
+        for number, p in enumerate(t.patterns, 1):
+            lines.append(f"  {number}. {p.predicate}")
+            lines.append(f"     recall {_share(p.recall, p.recall_interval, t.exact)} ({p.lineage_rows} rows), "
+                         f"precision {_share(p.precision, p.precision_interval, t.exact)} "
+                         f"(of {p.table_rows} table rows matching)")
+        lines.append(f"  together: {len(t.patterns)} pattern(s) cover "
+                     f"{_share(t.covered, t.covered_interval, t.exact)} of {t.table}'s lineage rows")
+    return "\n".join(lines) + "\n"
+
+
+def _share(value: float, bounds: tuple[float, float], exact: bool) -> str:
+    """``97.1%``, or ``97.1% [96.5-97.6]`` for an estimate.
+
+    >>> _share(0.5, (0.5, 0.5), True), _share(0.97123, (0.9651, 0.9762), False)
+    ('50.0%', '97.1% [96.5-97.6]')
+    """
+    text = f"{100 * value:.1f}%"
+    return text if exact else f"{text} [{100 * bounds[0]:.1f}-{100 * bounds[1]:.1f}]"
+
+

@@ -1,0 +1,87 @@
+"""``dltrace impact --source "TABLE WHERE ..."``: the output rows bad source rows affected."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+
+from dltrace.commands.common import OUTPUTS, Parents, open_session, query_text, reporting_warnings
+from dltrace.formatting import output_limit, row_dicts, table_footer, write_json, write_table
+from dltrace.impact.search import MODES, ImpactWarning, collect_bad_ids, matches_nothing
+from dltrace.impact.source import SOURCE_FORM, parse_source
+
+
+def add_parser(commands, parents: Parents) -> None:
+    impact = commands.add_parser("impact", parents=[parents.common], help="the output rows bad source rows affected")
+    impact.add_argument("--source", required=True, help=f"the bad rows: {SOURCE_FORM}")
+    target = impact.add_mutually_exclusive_group()
+    target.add_argument("--result", help="a saved result (dltrace sql QUERY --save NAME); neither: every saved result")
+    target.add_argument("--query", help="SQL text or @file.sql, run again with lineage for the bad rows only")
+    impact.add_argument("--mode", choices=MODES, help="stored (default with --result) or reeval (default with --query)")
+    impact.add_argument("--semantics", choices=("control", "data"), default="control", help="for --query")
+    impact.add_argument("--no-index", action="store_true", help="stored mode: scan the result, not its forward index")
+    impact.add_argument("--format", choices=OUTPUTS, default="table")
+    impact.add_argument("--limit", type=int, help="at most N rows (table format: 50 by default)")
+    impact.set_defaults(run=run)
+
+
+@reporting_warnings
+def run(args: argparse.Namespace) -> int:
+    from pyspark.errors import PySparkException
+
+    session = open_session(args)
+    query = query_text(args.query) if args.query is not None else None
+    limit = output_limit(args)
+    if args.result is None and query is None:
+        return impact_everywhere(session, args, limit)
+    frame = session.impact(
+        args.source,
+        result=args.result,
+        query=query,
+        mode=args.mode,
+        semantics=args.semantics,
+        use_index=not args.no_index,
+    )
+    reeval = (args.mode or ("stored" if args.result else "reeval")) == "reeval"
+    source = parse_source(args.source, session.catalog)
+    try:
+        rows = list(row_dicts((frame.limit(limit + 1) if limit is not None else frame).collect()))
+    except PySparkException:
+        if reeval:  # a predicate that fails only when it runs (a bad cast) is bad input
+            collect_bad_ids(session, source)
+        raise
+    if not rows and reeval and matches_nothing(session, source):  # stored mode has said so already
+        warnings.warn(ImpactWarning(f"no rows match the source '{source.text}': nothing is affected"), stacklevel=2)
+    if args.format == "json":
+        write_json(rows[:limit] if limit is not None else rows, sys.stdout)
+        return 0
+    write_table(rows[:limit], frame.columns, session.catalog, sys.stdout)
+    print(table_footer(min(len(rows), limit), frame.count() if len(rows) > limit else None, "affected rows"))
+    return 0
+
+
+def impact_everywhere(session, args: argparse.Namespace, limit: int | None) -> int:
+    """Every saved result whose lineage reaches the source's table: table output gives a
+    line per result with its count, then its rows; JSON one object per affected row, with
+    the result's name in ``"result"``."""
+    found = session.impact(args.source, mode=args.mode, use_index=not args.no_index)
+    affected = 0
+    for name, frame in found.items():
+        rows = list(row_dicts((frame.limit(limit + 1) if limit is not None else frame).collect()))
+        if args.format == "json":
+            write_json(({"result": name, **row} for row in rows[:limit]), sys.stdout)
+            continue
+        count = len(rows) if len(rows) <= limit else frame.count()
+        affected += count
+        more = f" (first {limit}: raise --limit)" if count > limit else ""
+        print(f"{name}: {count} affected rows{more}")
+        if rows and limit:
+            write_table(rows[:limit], frame.columns, session.catalog, sys.stdout)
+            print()
+    if args.format == "table":
+        table = parse_source(args.source, session.catalog).table
+        print(f"({affected} affected rows in {len(found)} saved results whose lineage reaches {table})")
+    return 0
+
+

@@ -1,0 +1,49 @@
+"""``dltrace register NAME PATH``: a table with an id for each of its rows."""
+
+from __future__ import annotations
+
+import argparse
+
+from dltrace.commands.common import Parents, columns_list, open_session
+from dltrace.commands.tables import id_range
+
+
+def add_parser(commands, parents: Parents) -> None:
+    reg = commands.add_parser("register", parents=[parents.common], help="register a table: ids for its rows")
+    reg.add_argument("name")
+    reg.add_argument("path")
+    reg.add_argument("--key", help="key columns, comma separated (needed for revisions)")
+    reg.add_argument("--order-by", help="id order, comma separated (chronological clusters lineage)")
+    reg.add_argument(
+        "--format", choices=("parquet", "csv", "json", "orc"), help="source format (default: from the path)"
+    )
+    reg.add_argument(
+        "--copy",
+        action="store_true",
+        help="Parquet without --order-by: copy the rows with their ids instead of reading them in place",
+    )
+    reg.add_argument(
+        "--header",
+        action=argparse.BooleanOptionalAction,
+        help="CSV: the first row holds the column names (default: yes, unless it looks like data)",
+    )
+    reg.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    entry = open_session(args).register(
+        args.name,
+        args.path,
+        columns_list(args.key),
+        columns_list(args.order_by),
+        args.format,
+        header=args.header,
+        copy=args.copy,
+    )
+    print(f"registered {args.name}: {entry.rows} rows, code {entry.code}, {id_range(entry)}")
+    if entry.changes:
+        print(
+            f"data version v{entry.version}: {entry.changes['unchanged']} rows unchanged (same ids), "
+            f"{entry.changes['new']} new or changed (new ids), {entry.changes['removed']} gone"
+        )
+    return 0

@@ -1,0 +1,50 @@
+"""``dltrace run FILE``: a pipeline script's statements in order (dltrace/pipeline.py)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from dltrace.commands.common import FORMATS, Parents, open_session, query_text
+from dltrace.commands.output import print_rows
+from dltrace.formatting import output_limit
+from dltrace.granularity import GranuleDecoder
+from dltrace.pipeline import Outcome, OutcomeKind, split_statements
+
+
+def add_parser(commands, parents: Parents) -> None:
+    script = commands.add_parser(
+        "run",
+        parents=[parents.common, parents.lineage],
+        help="run a pipeline script: CREATE TABLE name AS query (saved steps), CREATE VIEW, queries",
+    )
+    script.add_argument("file", help="a file of ;-separated statements (- for standard input)")
+    script.add_argument("--format", choices=FORMATS, default="table", help="how its queries' rows are printed")
+    script.add_argument("--limit", type=int, help="at most N rows per query (table format: 50 by default)")
+    script.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Each statement in order, progress on stderr, queries' rows on stdout."""
+    session = open_session(args)
+    path = args.file
+    text = sys.stdin.read() if path == "-" else query_text("@" + path)
+    output_limit(args)  # a bad --limit fails before anything runs
+    total = len(split_statements(text))
+    session.run_script(text, args.semantics, args.repr, on_outcome=lambda o: report_outcome(session, o, args, total))
+    return 0
+
+
+def report_outcome(session, outcome: Outcome, args: argparse.Namespace, total: int) -> None:
+    """One progress line per statement on stderr (name, rows, seconds); a query's rows on stdout."""
+    where = f"[{outcome.statement.number}/{total}] line {outcome.statement.line}: " if total else ""
+    if outcome.kind is OutcomeKind.TABLE:
+        did = "exists, skipped" if outcome.skipped else f"{outcome.rows} rows in {outcome.seconds:.1f} s"
+        print(f"dltrace: {where}saved result {outcome.name}: {did}", file=sys.stderr, flush=True)
+    elif outcome.kind is OutcomeKind.VIEW:
+        print(f"dltrace: {where}defined view {outcome.name}", file=sys.stderr, flush=True)
+    else:
+        print(f"dltrace: {where}query: {outcome.statement.head}", file=sys.stderr, flush=True)
+        decoder = GranuleDecoder(session, outcome.statement.text, None) if outcome.lineage_on else None
+        print_rows(session, outcome.frame, args, output_limit(args), decoder)
+        sys.stdout.flush()

@@ -1,0 +1,107 @@
+"""What a save records about its rows' lineage: a DataFrame's provenance, and a step's bookkeeping.
+
+A result computed from saved results is a pipeline step: its DLs name the rows it read from
+them (``references``) instead of spelling their lineage out again.  Before such a save
+(``LineageSession.save``) dltrace checks that the saves its plan read are still the ones it
+will record, and works out whether no id can be in two rows' whole DLs (``disjoint``),
+which queries reading the result rely on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+from dltrace import granularity, rewriter
+from dltrace.engine import reference_codes
+from dltrace.errors import BadInput
+from dltrace.plain import names_read
+from dltrace.results import DL, ROW, SHARED_ID, SHARED_REFS, SHARED_SET, ResultStore, SavedResult
+
+
+class MadeBy(NamedTuple):
+    """What a DataFrame ``sql`` returned was computed from, for ``save`` and ``shared_lineage``."""
+
+    query: str
+    semantics: str
+    representation: str
+    lineage_on: granularity.LineageOnArgument
+    disjoint: bool  # no id in two rows' DLs: a saved result remembers it for queries reading it
+    shared: rewriter.SharedLineage | None  # the lineage with the sets all rows share held apart
+    many_groups: bool  # its outermost SELECT groups by a key into many groups: ``executing`` sorts them
+    references: bool = False  # planned as a saved step stores it: the rows it reads from saved results named
+
+
+class StepLineage(NamedTuple):
+    """What a save records of its rows' lineage besides the rows."""
+
+    disjoint: bool  # with the rows' shared sets held apart
+    shared_disjoint: bool  # with shared sets: the flag of the rows' whole DLs
+    references: dict[str, int]  # the codes of the saved results whose rows the DLs name
+    named: dict[str, SavedResult] | None  # those results, when there are any
+
+    def disjoint_rows(self, shared_sets: bool) -> bool:
+        """The saved flag: the whole DLs' when the rows share sets, else the rows' own."""
+        return self.shared_disjoint if shared_sets else self.disjoint
+
+
+def held_apart(store: ResultStore, spark, saved: SavedResult) -> tuple:
+    """The rows of ``saved`` with their shared sets held apart, as ``shared_lineage`` gives
+    them: ``(rows with their own ids in DL, [one-row DataFrame of each shared set])``."""
+    from pyspark.sql import functions as F
+
+    sets = store.shared_sets(spark, saved)
+    rows = store.lineage_without_shared(spark, saved).drop(SHARED_REFS).orderBy(ROW)
+    return rows, [sets.where(F.col(SHARED_SET) == number).agg(F.sort_array(F.collect_list(SHARED_ID)).alias(DL))
+                  for number in range(saved.shared_sets)]
+
+
+def check_savable(lineage_on: granularity.LineageOnArgument) -> None:
+    """Saved results hold base-row ids, which impact and explain look up: granule ids
+    (``LINEAGE ON``) name no rows, so such a result cannot be saved."""
+    if lineage_on is not None:
+        raise BadInput("save keeps base-row lineage for impact and explain: run the query without LINEAGE ON")
+
+
+def check_target(store: ResultStore, name: str, query: str) -> None:
+    """A result cannot be computed from an existing result of its own name."""
+    if name.lower() in names_read(query) and store.exists(name):
+        raise BadInput(f"result {name.lower()} cannot be computed from itself: save it under another name")
+
+
+def is_step(made_by: MadeBy | None) -> bool:
+    """Whether a save of what ``made_by`` describes may name the rows of the results it reads."""
+    return made_by is not None and made_by.lineage_on is None
+
+
+def plain_lineage(made_by: MadeBy | None) -> StepLineage:
+    """The lineage of a result that names no saved rows: the flags its plan worked out."""
+    return StepLineage(bool(made_by and made_by.disjoint),
+                       bool(made_by and made_by.shared and made_by.shared.disjoint), {}, None)
+
+
+def step_lineage(name: str, made_by: MadeBy, read: dict[str, SavedResult], store: ResultStore,
+                 view_path: Callable[[str], str | None], whole: Callable[[], dict]) -> StepLineage:
+    """The lineage of a step over the saved results ``read``: their rows named.
+
+    The disjoint flags describe the whole DLs, as the query planned with saved lineage spelled
+    out sees them (``made_by``, or the meta of that plan, ``whole()``, when the frame was
+    planned as the step stores it); rows naming distinct upstream rows have disjoint whole DLs
+    only if those rows do, shared sets included.  The saves the DLs name are those the plan
+    read (``view_path``: the files of a view): one saved again since the plan (another
+    process) would be recorded in place of the one named, so the step fails.
+    """
+    if made_by.references:
+        meta = whole()
+        disjoint = meta.get(rewriter.DISJOINT_ROWS, False)
+        shared_disjoint = bool(meta.get(rewriter.SHARED) and meta[rewriter.SHARED].disjoint)
+    else:
+        disjoint, shared_disjoint = plain_lineage(made_by)[:2]
+    moved = sorted(n for n, r in read.items() if view_path(n) != str(store.path(r.data)))
+    if moved:
+        raise BadInput(f"result {moved[0]} was saved again while {name.lower()} was computed from it: "
+                       f"run the step again")
+    named_rows_disjoint = all(r.disjoint and not r.shared_sets for r in read.values())
+    references = reference_codes(read)
+    return StepLineage(disjoint and named_rows_disjoint, shared_disjoint and named_rows_disjoint, references,
+                       read if references else None)
