@@ -21,7 +21,6 @@ from hypothesis import strategies as st
 from dltrace.bddsets import (
     BddSet,
     LineageDecodeError,
-    PyedaBddSet,
     SortedIdSet,
     bdd_backend,
     bytes_from_ids,
@@ -34,6 +33,7 @@ from dltrace.bddsets import (
     union_bytes,
 )
 from dltrace.bddsets.encoding import KIND_UNION, header, join_parts
+from tests.pyeda_set import PyedaBddSet
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 IMPLEMENTATIONS = (SortedIdSet, BddSet, PyedaBddSet)

@@ -1,13 +1,12 @@
-"""Lineage-set values: sorted id arrays, roBDDs (CUDD via dd), pyeda BDDs.
+"""Lineage-set values: sorted id arrays and roBDDs (CUDD via dd).
 
 A lineage set is a set of int64 base-row ids, ``id = (table_code << 48) |
-row_number``. Three representations share one interface (:class:`LineageSet`)
+row_number``. The representations share one interface (:class:`LineageSet`)
 and one versioned byte encoding (:mod:`dltrace.bddsets.encoding`):
 
 * :class:`SortedIdSet`: sorted unique numpy int64 array; best for small sets.
 * :class:`BddSet`: reduced ordered BDD over the 64 id bits in CUDD; best for
   large clustered and overlapping sets (paper section 4).
-* :class:`PyedaBddSet`: pyeda BDDs, an independent implementation for tests.
 
 The Spark UDF layer works on bytes (:mod:`dltrace.bddsets.bulk`): whole Arrow
 batches with :func:`~dltrace.bddsets.bulk.union_by_row` and
@@ -34,14 +33,12 @@ from .bulk import (
     singleton_bytes,
     union_bytes,
 )
-from .pyeda_set import PyedaBddSet
 from .sorted_set import SortedIdSet
 
 __all__ = [
     "BddSet",
     "LineageDecodeError",
     "LineageSet",
-    "PyedaBddSet",
     "SortedIdSet",
     "bdd_backend",
     "bytes_from_ids",

@@ -1,6 +1,6 @@
 """Microbenchmark of the lineage-set implementations: when do roBDDs pay off?
 
-Run ``python -m dltrace.bddsets.bench [--sizes 1e3,1e4,1e5,1e6,1e7] [--out DIR]``.
+Run ``python -m tpch.bddsets_bench [--sizes 1e3,1e4,1e5,1e6,1e7] [--out DIR]``.
 For clustered, random and range-shaped id sets of each size it measures, per
 implementation: building from ids, the union of two overlapping sets of that
 size, membership of 1000 probe ids, and bytes per id of the encoding. With
@@ -45,11 +45,10 @@ from typing import Any
 
 import numpy as np
 
-from .bdd import BddSet, bdd_backend
-from .bulk import bytes_from_ids, contains_any_bytes, union_by_row, union_bytes
-from .encoding import decode_batch
-from .pyeda_set import PyedaBddSet
-from .sorted_set import SortedIdSet
+from dltrace.bddsets.bdd import BddSet, bdd_backend
+from dltrace.bddsets.bulk import bytes_from_ids, contains_any_bytes, union_by_row, union_bytes
+from dltrace.bddsets.encoding import decode_batch
+from dltrace.bddsets.sorted_set import SortedIdSet
 
 BASE_ID = (7 << 48) + 12_345
 MEAN_RUN = 50
@@ -152,7 +151,11 @@ def measure(implementation: str, ids: np.ndarray, other: np.ndarray, probes: np.
     """Timings and encoded size of one implementation on one pair of sets."""
     if implementation.endswith("-bytes"):
         return _measure_bytes(implementation.removesuffix("-bytes"), ids, other, probes)
-    classes = {"sorted": SortedIdSet, "bdd": BddSet, "pyeda": PyedaBddSet}
+    if implementation == "pyeda":  # the tests' independent implementation: run from the repository
+        from tests.pyeda_set import PyedaBddSet
+
+        return _measure_objects(PyedaBddSet, ids, other, probes)
+    classes = {"sorted": SortedIdSet, "bdd": BddSet}
     return _measure_objects(classes[implementation], ids, other, probes)
 
 
@@ -312,7 +315,7 @@ def _sizes(text: str) -> list[int]:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m dltrace.bddsets.bench", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m tpch.bddsets_bench", description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=_sizes, default=list(DEFAULT_SIZES), help="comma list, e.g. 1e3,1e5")
     parser.add_argument("--out", type=Path, help="directory for bddsets.md and bddsets.png")
     parser.add_argument("--budget", type=float, default=20.0, help="skip cases predicted to take longer (s)")

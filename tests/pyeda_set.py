@@ -23,10 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from .base import LineageSet, as_id_array
-from .encoding import KIND_BDD, decode_batch, encode_table, kind_of, union_runs
-from .nodetable import KEY_BITS, NodeTable, canonicalize
-from .runs import keys_from_runs
+from dltrace.bddsets.base import LineageSet, as_id_array
+from dltrace.bddsets.encoding import KIND_BDD, decode_batch, encode_table, kind_of, union_runs
+from dltrace.bddsets.nodetable import KEY_BITS, NodeTable, canonicalize
+from dltrace.bddsets.runs import keys_from_runs
 
 _SIGN = 1 << 63  # key = id + 2**63, the same map as ids_to_keys, in Python ints
 _KEY_SPACE = 1 << KEY_BITS
