@@ -65,6 +65,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -166,33 +167,7 @@ def encode_sorted_sets(
     (owner, key): delta mode then takes them instead of expanding the runs again.
     """
     owner = owner.astype(np.int64, copy=False)
-    run_count = np.bincount(owner, minlength=sets)
-    run_first = np.cumsum(run_count) - run_count
-    has_runs = run_count > 0
-    nonempty_first = run_first[has_runs]
-    first_run = np.zeros(lo.size, dtype=bool)
-    first_run[nonempty_first] = True
-    spans = hi - lo
-    gaps = np.zeros(lo.size, dtype=np.uint64)
-    gaps[1:] = lo[1:] - hi[:-1]  # >= 2 inside a set; meaningless at a set's first run
-
-    def per_set(values: np.ndarray) -> np.ndarray:
-        sums = np.zeros(sets, dtype=values.dtype)
-        if lo.size:
-            sums[has_runs] = np.add.reduceat(values, nonempty_first)
-        return sums
-
-    def gap_sizes(step: np.uint64) -> np.ndarray:
-        return per_set(np.where(first_run, 0, varint_sizes(gaps - step)))
-
-    counts = np.zeros(sets, dtype=np.int64)  # ids in each set, or -1 when beyond delta mode
-    if lo.size:
-        span_sums = per_set(spans)[has_runs]  # exact unless a set nears 2**64 ids
-        near_full = per_set(spans.astype(np.float64))[has_runs] >= 2.0**61
-        counts[has_runs] = np.where(near_full, -1, span_sums.astype(np.int64) + run_count[has_runs])
-    run_size = varint_sizes(run_count.astype(np.uint64)) + per_set(varint_sizes(spans)) + gap_sizes(_TWO)
-    delta_size = varint_sizes(np.maximum(counts, 0).astype(np.uint64)) + (counts - run_count) + gap_sizes(_ONE)
-    deltas = ~has_runs | ((counts >= 0) & (delta_size < run_size))
+    run_count, run_first, first_run, spans, gaps, counts, deltas = _choose_modes(lo, hi, owner, sets)
     # values per set: deltas [n, zz(first id), key[i] - key[i-1] - 1 ...]; runs [r, zz(first
     # start), length[0] - 1, then (start[i] - end[i-1] - 2, length[i] - 1) per further run]
     value_count = np.where(deltas, counts + 1, 2 * run_count + 1)
@@ -222,6 +197,57 @@ def encode_sorted_sets(
         slots = value_first[run_owner] + 1 + 2 * (np.flatnonzero(in_runs) - run_first[run_owner])
         values[slots] = np.where(first_run[in_runs], _key_to_zigzag_id(lo[in_runs]), gaps[in_runs] - _TWO)
         values[slots + 1] = spans[in_runs]
+    return _sorted_encodings(values, value_first, deltas, sets)
+
+
+class _SetRuns(NamedTuple):
+    """A batch of sets' runs, and the encoding mode each set takes."""
+
+    run_count: np.ndarray  # runs per set
+    run_first: np.ndarray  # each set's first run
+    first_run: np.ndarray  # per run: the first of its set
+    spans: np.ndarray  # per run: hi - lo
+    gaps: np.ndarray  # per run: lo - the previous run's hi (meaningless at a set's first run)
+    counts: np.ndarray  # ids in each set, or -1 when beyond delta mode
+    deltas: np.ndarray  # per set: delta mode (else runs mode)
+
+
+def _choose_modes(lo: np.ndarray, hi: np.ndarray, owner: np.ndarray, sets: int) -> _SetRuns:
+    """Each set's mode: deltas when they take fewer bytes than its runs (or it is empty),
+    as :func:`encode_sorted_keys` chooses, from sizes computed for the whole batch at once."""
+    owner = owner.astype(np.int64, copy=False)
+    run_count = np.bincount(owner, minlength=sets)
+    run_first = np.cumsum(run_count) - run_count
+    has_runs = run_count > 0
+    nonempty_first = run_first[has_runs]
+    first_run = np.zeros(lo.size, dtype=bool)
+    first_run[nonempty_first] = True
+    spans = hi - lo
+    gaps = np.zeros(lo.size, dtype=np.uint64)
+    gaps[1:] = lo[1:] - hi[:-1]  # >= 2 inside a set; meaningless at a set's first run
+    def per_set(values: np.ndarray) -> np.ndarray:
+        sums = np.zeros(sets, dtype=values.dtype)
+        if lo.size:
+            sums[has_runs] = np.add.reduceat(values, nonempty_first)
+        return sums
+
+    def gap_sizes(step: np.uint64) -> np.ndarray:
+        return per_set(np.where(first_run, 0, varint_sizes(gaps - step)))
+
+    counts = np.zeros(sets, dtype=np.int64)  # ids in each set, or -1 when beyond delta mode
+    if lo.size:
+        span_sums = per_set(spans)[has_runs]  # exact unless a set nears 2**64 ids
+        near_full = per_set(spans.astype(np.float64))[has_runs] >= 2.0**61
+        counts[has_runs] = np.where(near_full, -1, span_sums.astype(np.int64) + run_count[has_runs])
+    run_size = varint_sizes(run_count.astype(np.uint64)) + per_set(varint_sizes(spans)) + gap_sizes(_TWO)
+    delta_size = varint_sizes(np.maximum(counts, 0).astype(np.uint64)) + (counts - run_count) + gap_sizes(_ONE)
+    deltas = ~has_runs | ((counts >= 0) & (delta_size < run_size))
+    return _SetRuns(run_count, run_first, first_run, spans, gaps, counts, deltas)
+
+
+def _sorted_encodings(values: np.ndarray, value_first: np.ndarray, deltas: np.ndarray,
+                      sets: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each set's header, mode byte and values as varints: the bytes concatenated and their offsets."""
     value_sizes = varint_sizes(values)
     value_bytes = np.add.reduceat(value_sizes, value_first) if sets else np.zeros(0, dtype=np.int64)
     lengths = HEADER_SIZE + 1 + value_bytes

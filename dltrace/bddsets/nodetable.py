@@ -192,22 +192,8 @@ def build_tables(lo: np.ndarray, hi: np.ndarray, owner: np.ndarray, sets: int) -
     each gets the next codes of its set in canonical order, so every set comes
     out canonical without a global node table or a renumbering pass.
     """
-    endpoints = np.empty(2 * lo.size, dtype=np.uint64)
-    endpoints[0::2] = lo
-    endpoints[1::2] = hi
-    endpoint_owner = np.repeat(owner.astype(np.int64), 2)
-    is_first = np.ones(endpoints.size, dtype=bool)
-    is_first[1:] = (endpoints[1:] != endpoints[:-1]) | (endpoint_owner[1:] != endpoint_owner[:-1])
-    is_last = np.ones(endpoints.size, dtype=bool)
-    is_last[:-1] = is_first[1:]
-    position = np.arange(endpoints.size)
-    blocks = endpoints[is_first]  # level 0: single keys, all in the set
-    block_owner = endpoint_owner[is_first]
+    blocks, block_owner, starts_inside, ends_inside = _endpoint_blocks(lo, hi, owner)
     values = np.full(blocks.size, TRUE, dtype=np.int64)
-    # starts_inside: the block's first key continues a run begun before it
-    # (its first endpoint is a run end); ends_inside: its last key's run goes on.
-    starts_inside = position[is_first] % 2 == 1
-    ends_inside = position[is_last] % 2 == 0
     filled = np.zeros(sets, dtype=np.int64)  # nodes of each set so far
     levels: list[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
     for bit in range(KEY_BITS):
@@ -241,6 +227,27 @@ def build_tables(lo: np.ndarray, hi: np.ndarray, owner: np.ndarray, sets: int) -
         starts_inside, ends_inside = parent_starts_inside, parent_ends_inside
     roots = np.zeros(sets, dtype=np.int64)  # FALSE: sets without runs
     roots[block_owner] = values  # one block per set is left: the whole key space
+    return _tables(levels, filled, roots)
+
+
+def _endpoint_blocks(lo: np.ndarray, hi: np.ndarray, owner: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Level 0: the distinct run endpoints of each set as single-key blocks (all in the set),
+    their owners, and whether each block's first key continues a run begun before it (its
+    first endpoint is a run end: ``starts_inside``) and its last key's run goes on (``ends_inside``)."""
+    endpoints = np.empty(2 * lo.size, dtype=np.uint64)
+    endpoints[0::2] = lo
+    endpoints[1::2] = hi
+    endpoint_owner = np.repeat(owner.astype(np.int64), 2)
+    is_first = np.ones(endpoints.size, dtype=bool)
+    is_first[1:] = (endpoints[1:] != endpoints[:-1]) | (endpoint_owner[1:] != endpoint_owner[:-1])
+    is_last = np.ones(endpoints.size, dtype=bool)
+    is_last[:-1] = is_first[1:]
+    position = np.arange(endpoints.size)
+    return endpoints[is_first], endpoint_owner[is_first], position[is_first] % 2 == 1, position[is_last] % 2 == 0
+
+
+def _tables(levels: list, filled: np.ndarray, roots: np.ndarray) -> CanonicalTables:
+    """The sets' node tables from each level's new nodes (``filled``: nodes per set)."""
     offsets = np.concatenate(([0], np.cumsum(filled)))
     bits, lows, highs = (np.empty(int(offsets[-1]), dtype=np.int64) for _ in range(3))
     for bit, owners, codes, level_lows, level_highs in levels:

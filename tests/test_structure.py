@@ -1,0 +1,72 @@
+"""Rooms of a size a reader can hold: no function in ``dltrace/`` over 60 lines and no module
+over 500, measured with ``ast`` (a function from its ``def`` to its last line, docstring
+included).  Each exception is listed with the reason it stays."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "dltrace"
+MAX_FUNCTION_LINES = 60
+MAX_MODULE_LINES = 500
+
+LONG_MODULES = {
+    # the byte format's encoders and decoders for every kind, kept beside its specification
+    # (the module docstring) so that a change to one side shows the other
+    "dltrace/bddsets/encoding.py": "one byte format, specification and code together",
+    # being split into named steps and modules (format, staleness, clean-up) by their owner
+    "dltrace/catalog.py": "registration being split into named steps",
+    "dltrace/results.py": "being split into format, staleness and clean-up modules",
+}
+LONG_FUNCTIONS = {
+    "dltrace/catalog.py:register": "being split into named steps",
+    "dltrace/results.py:ResultStore.save": "being split into named steps",
+}
+
+
+def functions(tree: ast.AST, prefix: str = ""):
+    """``(qualified name, node)`` of every function, methods as ``Class.method``."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield prefix + node.name, node
+            yield from functions(node, f"{prefix}{node.name}.")
+        elif isinstance(node, ast.ClassDef):
+            yield from functions(node, f"{prefix}{node.name}.")
+
+
+def measured() -> tuple[dict[str, int], dict[str, int]]:
+    modules, lengths = {}, {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        name = str(path.relative_to(ROOT))
+        text = path.read_text(encoding="utf-8")
+        modules[name] = len(text.splitlines())
+        for qualified, node in functions(ast.parse(text)):
+            lengths[f"{name}:{qualified}"] = node.end_lineno - node.lineno + 1
+    return modules, lengths
+
+
+def test_no_module_over_500_lines_but_the_listed():
+    modules, _ = measured()
+    long = {name for name, lines in modules.items() if lines > MAX_MODULE_LINES}
+    assert long <= set(LONG_MODULES), {name: modules[name] for name in long - set(LONG_MODULES)}
+
+
+def test_no_function_over_60_lines_but_the_listed():
+    _, lengths = measured()
+    long = {name for name, lines in lengths.items() if lines > MAX_FUNCTION_LINES}
+    assert long <= set(LONG_FUNCTIONS), {name: lengths[name] for name in long - set(LONG_FUNCTIONS)}
+
+
+def test_the_exceptions_are_still_needed():
+    """An exception that has become short is removed from the lists, so that it cannot grow back."""
+    modules, lengths = measured()
+    assert [name for name in LONG_MODULES if modules.get(name, 0) <= MAX_MODULE_LINES] == []
+    assert [name for name in LONG_FUNCTIONS if lengths.get(name, 0) <= MAX_FUNCTION_LINES] == []
+
+
+def test_functions_are_measured_by_qualified_name():
+    tree = ast.parse("class A:\n    def f(self):\n        def g():\n            pass\n\ndef h():\n    pass\n")
+    assert [(name, node.end_lineno - node.lineno + 1) for name, node in functions(tree)] == [
+        ("A.f", 3), ("A.f.g", 2), ("h", 2)]
