@@ -7,7 +7,8 @@ lineage query reads widens it: TPC-H Q8's filtered ``part`` reads ``p_partkey`` 
 plus 8 of overhead) and, with lineage, ``_dl_id`` too, which lifts its estimate at SF 10 from
 7.1 MB to 10.6 MB.  Spark then shuffles lineitem's 60M rows for a sort-merge join where the
 plain query broadcasts ``part``; adaptive execution switches to a broadcast only after both
-shuffles ran.  Q8 took 2.25x the plain query for that alone.
+shuffles ran, which alone made Q8 far slower than the plain query (docs/performance.md,
+"Measurements behind design choices").
 
 ``keep_broadcasts`` looks at the lineage plan's join sides that scan one table: one whose
 estimate passes the threshold only because of the lineage columns (without them, in the same

@@ -188,7 +188,8 @@ def tpchgen_executable() -> Path:
 
 
 def _run_tpchgen(executable: Path, sf: float, output_dir: Path) -> None:
-    """Write every table as ``output_dir/<table>.parquet`` in one run (each run costs ~1 s to start)."""
+    """Write every table as ``output_dir/<table>.parquet`` in one run (each run of the
+    generator pays its start-up again)."""
     command = [
         str(executable), "parquet",
         "--scale-factor", scale_label(sf),

@@ -33,8 +33,8 @@ JAVA_HELP = (
 # G1's regions at their largest (the default for an 8 GB heap is 4 MB): an array of half a
 # region or more is "humongous", allocated and collected apart, and a group's lineage set
 # (TPC-H Q1 at SF 1: four arrays of ~1.5M ids, 12 MB each, and the buffers they grow through)
-# is one.  Measured at SF 1, Q1 with lineage: GC 1.01 s -> 0.29 s, 5.03 s -> 3.68 s; the plain
-# queries do not change (README, "Where performance stands").
+# is one.  Larger regions keep such arrays ordinary: lineage queries with large groups spend
+# far less time in GC, and plain queries do not change (docs/performance.md, "Measurements behind design choices").
 JVM_OPTIONS = "-XX:G1HeapRegionSize=32m"
 DEFAULT_CONF = {
     "spark.ui.enabled": "false",

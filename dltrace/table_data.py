@@ -1,4 +1,5 @@
-"""A table version's rows with ``_dl_id``, however it was registered (DESIGN §3).
+"""A table version's rows with ``_dl_id``, however it was registered (docs/formats.md,
+``catalog.json`` and ``tables/<name>-v<k>.parquet``).
 
 A *copied* table is Parquet dltrace wrote at registration, ``_dl_id`` stored.  An *in-place*
 table (a Parquet source registered without ``--order-by``) is the user's own files, listed in

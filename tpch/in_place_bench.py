@@ -1,4 +1,4 @@
-"""In-place vs copied registration (issue 15 item 1): time and disk of registering TPC-H's
+"""In-place vs copied registration: time and disk of registering TPC-H's
 tables both ways (copied without ``--order-by``, so that both give the same ids), then the
 lineage ratio (``set`` over the plain query) of a few queries over each, in one Spark session,
 interleaved, after a warm-up, median of ``--repeat``.

@@ -1,4 +1,4 @@
-"""``python -m tpch space``: what saved lineage costs, on disk and in time (issue 13, item 3).
+"""``python -m tpch space``: what saved lineage costs, on disk and in time.
 
     python -m tpch space --sf 1 [--queries tpch] [--repeat 3] [--index] [--baseline]
         [--candidates] [--out DIR] [--catalog DIR]

@@ -1,4 +1,4 @@
-"""Summary benchmark (issue 17): ``explain --summary`` on TPC-H Q6 and Q15 in one warm session.
+"""Summary benchmark: ``explain --summary`` on TPC-H Q6 and Q15 in one warm session.
 
     python -m tpch.summary_bench --sf 1 [--repeat 5] [--queries q6,q15] [--catalog DIR]
 

@@ -75,9 +75,9 @@ def as_id_array(ids: Any) -> np.ndarray:
 def sorted_unique(values: np.ndarray) -> np.ndarray:
     """Sorted distinct values, fast when `values` is a few sorted pieces glued together.
 
-    A stable sort finds and merges presorted runs in linear time; np.unique
-    (numpy 2.4) took 3 s on two concatenated sorted arrays of 10**6 ids, where
-    this takes milliseconds. Unions of sorted sets are exactly that input.
+    A stable sort finds and merges presorted runs in linear time, where np.unique
+    sorts from scratch (seconds against milliseconds on two concatenated sorted
+    arrays of 10**6 ids). Unions of sorted sets are exactly that input.
     """
     ordered = np.sort(values, kind="stable")
     if ordered.size < 2:

@@ -63,13 +63,13 @@ def merge_runs(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def sort_owned_keys(keys: np.ndarray, owner: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Keys and owners (non-negative ints) sorted by (owner, key).
 
-    Packs both into one uint64 when they fit, so a single np.sort does it (2-3x
-    faster than np.lexsort): the owner above the key's low 48 bits and the rank
+    Packs both into one uint64 when they fit, so a single np.sort does it (faster
+    than np.lexsort's several passes): the owner above the key's low 48 bits and the rank
     of its top 16 bits (the table code of a row id; a batch has few distinct ones).
     The sort is numpy's stable one: ids come from Spark in sorted pieces (a
     ``collect_list`` gathers each partition's ids in scan order, a subquery's copy
-    is sorted), which it merges in near-linear time (1.5M ids in 8 sorted pieces:
-    6 ms against 123 ms for the default quicksort; no slower on shuffled ids).
+    is sorted), which it merges in near-linear time where the default quicksort
+    starts over (and it is no slower on shuffled ids).
     """
     if keys.size == 0:
         return keys.astype(np.uint64), owner.astype(np.int64)

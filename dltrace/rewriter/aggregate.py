@@ -77,8 +77,8 @@ def group_by_keys(select: exp.Select, table_keys: dict[str, list[str]]) -> None:
 
     The groups are the same, and an aggregate that collects ids (an object aggregate, which
     falls back to sorting its input once a task holds 128 groups) sorts on one bigint by
-    radix sort instead of comparing three columns, a string among them: step 1 of
-    ``tpch.pipeline_bench`` measured 11.0 s of CPU instead of 12.7 (9.7 without lineage).
+    radix sort instead of comparing three columns, a string among them (step 1 of
+    ``tpch.pipeline_bench`` spends less CPU: docs/performance.md, "Measurements behind design choices").
     Inner joins only (a padded row's NULL key would merge rows), and none of windows or
     subqueries, whose references to the columns this changes would need to follow.
     """
@@ -208,10 +208,9 @@ def grouped_by_row_id(select: exp.Select, context: RewriteContext) -> frozenset[
 # which keeps 128 groups of a task in a hash map and sorts the rest of its input
 # (spark.sql.objectHashAggregate.sortBased.fallbackThreshold).  When a query groups by a
 # table's key into this many groups or more, Spark's sort aggregate does the same work for
-# less: a pipeline step of 99,866 customers' lineage saved in 4.71 s instead of 5.08 s
-# (plain query 2.8 s), TPC-H Q10 1.07x instead of 1.30x.  With few groups the hash map never
-# spills and sorting is the loss (Q1: 1.33x instead of 1.13x), so a grouping whose count is
-# only guessed (√input) never qualifies.  docs/performance.md, session 17.
+# less (a pipeline step grouping by customer, TPC-H Q10).  With few groups the hash map never
+# spills and sorting is the loss (TPC-H Q1), so a grouping whose count is only guessed
+# (√input) never qualifies.  The measurements: docs/performance.md, "Measurements behind design choices".
 MANY_GROUPS_FROM = 10_000
 
 
@@ -284,8 +283,8 @@ def filter_selectivity(select: exp.Select | None) -> dict[str, float]:
 
     ``auto`` chooses a representation by a group's size, and a global aggregate over a
     filtered fact table (TPC-H Q6: 1.1M of lineitem's 60M rows at SF 10) is far smaller
-    than the table: taken whole, it crossed the roBDD threshold and ran 1.9x the plain
-    query where native sets run 1.3x.  Conditions on a column and a subquery, on two
+    than the table: taken whole, it crossed the roBDD threshold, which made it much slower
+    than with native sets.  Conditions on a column and a subquery, on two
     tables' columns, and disjunctions are taken to keep every row.
     """
     kept: dict[str, float] = {}

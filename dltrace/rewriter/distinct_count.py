@@ -4,7 +4,7 @@ column of a catalog table or saved result becomes ``CAST(SIZE(COLLECT_SET(c)) AS
 Spark plans one DISTINCT aggregate as four aggregation steps (by the group and ``c``, merged,
 then by the group), and every lineage buffer beside it goes through all four; counted as a
 set, ``c`` is one more object aggregate beside the lineage ones, in one partial and one final
-step (TPC-H Q16 at SF 1: 0.81 s against 1.16 s, the plain query 0.69 s).  The value is the
+step (TPC-H Q16 gets most of the way to the plain query's time: docs/performance.md, "Measurements behind design choices").  The value is the
 same: both ignore NULLs, an empty group counts 0, and the type stays BIGINT.  Float, double
 and collated string columns keep ``COUNT(DISTINCT)`` (-0.0 and NaN; a collation's equality),
 and so do a count with ``FILTER (WHERE ...)``, a window's count and a SELECT whose lineage is

@@ -4,8 +4,8 @@ with that table, grouped back to one row per outer row.
 Under control semantics an EXISTS adds to an outer row the lineage of the subquery's rows for
 that row, which are the rows an inner join on the subquery's WHERE matches to it.  Left a
 subquery, its lineage copy is decorrelated by Spark into aggregates of the whole inner table
-by the correlation keys, joined back (TPC-H Q21: two aggregates of all 6M lineitems, 2.7x the
-plain query).  Joined instead, each outer row meets its own inner rows once, where the plan
+by the correlation keys, joined back (TPC-H Q21: two aggregates of all of lineitem, several
+times the plain query's work).  Joined instead, each outer row meets its own inner rows once, where the plan
 reaches them.  Grouping by the ids of the outer row's base rows (a row of a join is one
 combination of its tables' rows) gives back each outer row that has a match, once; the join
 and aggregate rules then give it ``DL(outer row) ∪ DLUNION(its matches)``, the EXISTS's

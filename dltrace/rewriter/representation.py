@@ -200,8 +200,8 @@ def computed_once(value: exp.Expression) -> exp.Expression:
 
     Spark inlines a scalar subquery without FROM into the query that reads it
     (``OptimizeOneRowRelationSubquery``): the UDF then ran on every row, with every row's
-    copy of the shared ids (TPC-H Q11 ``bdd``: 1.73 s against 1.03 s for ``set``, 0.94 s
-    read once).  A subquery reading a relation is computed once, before the query; but not
+    copy of the shared ids (TPC-H Q11 ``bdd`` took far longer than ``set``: docs/performance.md,
+    "Measurements behind design choices").  A subquery reading a relation is computed once, before the query; but not
     inside a Python UDF's arguments, where Spark 4 runs it in a task and fails (its plan
     has no session there), so only a value that is a column of its own gets the relation.
     """
@@ -309,16 +309,12 @@ class AutoRepresentation:
     number of ids per group (the paper: sets win for small lineage, roBDDs for large).
     ``DL`` is ``array<bigint>`` as with ``set``.
 
-    ``BDD_FROM_IDS`` comes from measurements on Spark (README, "Lineage sets"): at TPC-H
-    SF 1 native sets beat roBDDs at every group size there is, up to Q6's global aggregate
-    estimated at 6M ids (roBDD 0.32-1.00 s, set 0.27-0.31 s in two runs): the roBDD pays for
-    shipping ids to Python, which a native ``collect_list`` never does.  Re-measured with
-    the batch UDFs (one session, warm-up and timed run, load average 11-15): Q6 (one group,
-    114,160 ids) set 1.62/1.86 s, bdd 1.32/2.35 s; Q14 (one group) set 1.75/3.09 s, bdd
-    1.61/2.51 s; Q1 (4 groups of about 1.5M ids) set 25.3/25.0 s, bdd 29.1/51.3 s: parity
-    within this machine's noise up to 10^5 ids, sets ahead at 10^6, so the crossover stays.
-    roBDDs are kept for groups expected above 5·10^7 ids, where a native array holds 400 MB per group and the roBDD's
-    compression of clustered ids is what keeps the value small.
+    ``BDD_FROM_IDS`` comes from measurements on Spark (docs/performance.md, "Measurements
+    behind design choices"): at TPC-H SF 1 native sets match or beat roBDDs at every group
+    size there is: the roBDD pays for shipping ids to Python, which a native
+    ``collect_list`` never does (parity up to 10^5 ids per group, sets ahead at 10^6).
+    roBDDs are kept for groups expected above 5·10^7 ids, where a native array holds 400 MB
+    per group and the roBDD's compression of clustered ids is what keeps the value small.
     """
 
     name = "auto"

@@ -5,8 +5,8 @@ The lineage of a group is the DLUNION of its rows' lineage, so the DLUNION over 
 a CTE without HAVING is the DLUNION over every row it groups.  A copy that reads all of such
 a CTE (TPC-H Q15's ``(SELECT MAX(total_revenue) FROM revenue0)``: every supplier's revenue)
 then reads those rows instead: Spark collects their ids once, instead of collecting them per
-group and flattening the groups' lists (Q15 at SF 1: 0.82 s instead of 0.91 s with the rule
-off, plain 0.60 s; medians of 3).  Its SELECT list becomes ``COUNT(*)``: a copy keeps only its rows' lineage.
+group and flattening the groups' lists (TPC-H Q15 is faster with the rule: docs/performance.md, "Measurements behind design choices").
+Its SELECT list becomes ``COUNT(*)``: a copy keeps only its rows' lineage.
 
 >>> from dltrace.rewriter import rewrite_sql, only, PAPER_SCHEMA
 >>> print(rewrite_sql("WITH t AS (SELECT s_id, SUM(num) AS n FROM sales WHERE price > 10 GROUP BY s_id) "

@@ -1,4 +1,4 @@
-"""Explaining large lineage (issue 17): pattern summaries of a saved row's base rows, and a
+"""Explaining large lineage: pattern summaries of a saved row's base rows, and a
 saved result's lineage as a relation for SQL.  Both read DL through ``stored.stored_ids``."""
 
 from dltrace.summary.relation import define_views, script

@@ -9,9 +9,9 @@ every one reads both kinds.  Grouping stays native: the rewriter feeds these fun
 sees groups (or output rows), never input rows.  Each Arrow batch is handled whole
 (:func:`dltrace.bddsets.bulk.union_by_row`): its sets are decoded straight from the
 Arrow buffers and all its sets are encoded in the same numpy passes, so Python's work
-follows the batch's ids, not its number of rows (per-row Python had made Q10's 37,967
-output rows cost 127 s at SF 1; a roBDD per row, about 40 nodes per scattered id, still
-cost 10x the sorted encoding's time and 15x its bytes).
+follows the batch's ids, not its number of rows (per-row Python made a query of tens of
+thousands of output rows take minutes; a roBDD per row, about 40 nodes per scattered id,
+cost many times the sorted encoding's time and bytes: docs/performance.md, "Measurements behind design choices").
 
 * ``dl_bdd_union(sets array<binary>, ids array<bigint>) -> binary``: the union of the sets
   and the ids (NULL sets and NULL ids count as ∅) — DLUNION, joins and the final DL;

@@ -9,7 +9,7 @@ sets without it (``docs/architecture.md``, "Native id sets").
 
 Spark ships the Scala compiler in its own ``jars/`` directory, so the jar is compiled here,
 on first use, against the jars of the Spark a session here starts (``SPARK_HOME``'s, else
-pyspark's), and kept under ``~/.cache/dltrace`` (about 5 s, once per source and Spark).
+pyspark's), and kept under ``~/.cache/dltrace`` (compiled once per source and Spark).
 A jar is touched when a session takes it; building one removes those (and failed builds'
 reasons) untouched for ``UNUSED_DAYS``, which other sources or Sparks left behind.
 Where it cannot be built (no ``java``, a Spark whose API differs) sessions run without it,
