@@ -23,8 +23,8 @@ limit 5"""
 
 SHOWN_PER_TABLE = 4
 
-# A two-step pipeline (README, "Pipelines"): revenue per customer, then per nation, read
-# from the saved first step; lineage reaches the base rows through both.
+# A two-step pipeline (README, "Pipelines: lineage through saved steps"): revenue per
+# customer, then per nation, read from the saved first step; lineage reaches the base rows through both.
 DEMO_PIPELINE = """create or replace table custrev as
   select c_custkey, c_nationkey, sum(o_totalprice) as revenue
   from customer join orders on c_custkey = o_custkey

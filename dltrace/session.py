@@ -80,7 +80,7 @@ class LineageSession:
         return register(self.spark, self.catalog, name, path, key=key, order_by=order_by, fmt=format, header=header,
                         copy=copy)
 
-    # Reason-capable UDFs (README, "Reasons of ML and Python UDFs"): dltrace/reasons.py.
+    # Reason-capable UDFs (docs/reasons.md): dltrace/reasons.py.
 
     def register_udf(self, name: str, function, reasons=None, returns: str = "string") -> None:
         """Register a vectorized Python UDF (pandas Series in, Series out) that queries call
@@ -101,7 +101,7 @@ class LineageSession:
 
         return explain_reasons(self, result, row, self.udfs())
 
-    # One namespace: registered tables, saved results and views (README, "Pipelines").
+    # One namespace: registered tables, saved results and views (docs/pipelines.md).
 
     @property
     def store(self) -> ResultStore:

@@ -2,10 +2,10 @@
 
 Starting a JVM costs seconds, so one session per process is created and reused.
 
-A session that cannot start fails in one line, within ``CONNECT_TIMEOUT`` (README, "Running
-on a cluster"): a Spark Connect server or a standalone master that is not there is found out
-before Spark's own clients would retry for minutes (Connect's for 10, a standalone driver's
-for about one), and a master URL Spark refuses is reported with Spark's reason, from the
+A session that cannot start fails in one line, within ``CONNECT_TIMEOUT`` (docs/cluster.md):
+a Spark Connect server or a standalone master that is not there is found out before Spark's
+own clients would retry for minutes (Connect's for 10, a standalone driver's for about one),
+and a master URL Spark refuses is reported with Spark's reason, from the
 JVM's log, as bad input.  Spark Connect needs only its Python client (``dltrace[connect]``):
 no JVM runs here.
 """
@@ -80,7 +80,7 @@ LOG_LIMIT = 10 << 20
 CONNECT_TIMEOUT = 15  # seconds to reach a Spark Connect server or a standalone master
 STANDALONE_PORT = 7077
 CONNECT_HELP = (
-    "check that the server runs (for a try: start-connect-server.sh, README \"Running on a cluster\") "
+    "check that the server runs (for a try: start-connect-server.sh, docs/cluster.md) "
     "and that SPARK_REMOTE names its host and port"
 )
 MASTER_HELP = "check that the master runs (its web UI and its log show its spark:// URL) and the URL's host and port"

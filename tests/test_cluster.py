@@ -1,4 +1,4 @@
-"""Beyond one machine (README, "Running on a cluster").
+"""Beyond one machine (docs/cluster.md).
 
 Through a real Spark Connect server and on a ``local-cluster[2,1,1024]`` master (two worker
 JVMs) dltrace gives exactly what embedded Spark gives: rows and lineage of an SPJ query, an

@@ -701,13 +701,13 @@ def test_impact_through_named_rows_equals_impact_on_spelled_out_lineage(pipeline
         assert stored == expected
 
 
-def test_the_readme_duckdb_query_decodes_named_rows_without_dltrace(pipelines, referencing):
+def test_the_documented_duckdb_query_decodes_named_rows_without_dltrace(pipelines, referencing):
     import re
     from pathlib import Path
 
     import duckdb
 
-    text = Path(__file__).parent.parent.joinpath("README.md").read_text()
+    text = Path(__file__).parent.parent.joinpath("docs", "formats.md").read_text()
     query = re.search(r"```sql\n(-- a step saved from saved results.*?)```", text, re.S).group(1)
     saved = pipelines.store.get("ref_natrev")
     (upstream, code), = pipelines.store.referenced(saved)

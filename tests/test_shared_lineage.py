@@ -1,9 +1,9 @@
-"""Shared lineage held once (README, "Shared lineage"): the sets every row of a result shares
+"""Shared lineage held once (docs/impact.md, "Shared lineage is held once"): the sets every row of a result shares
 (an uncorrelated subquery's lineage under control semantics) are computed once, stored once
 in ``shared.parquet`` and searched once, and every reader still sees each row's whole DL.
 
 Oracles: the query's own spelled-out ``DL`` (what ``sql`` returns), re-evaluation for
-impact, and DuckDB reading the Parquet files alone with the README's query.
+impact, and DuckDB reading the Parquet files alone with the query of docs/formats.md.
 """
 
 from __future__ import annotations
@@ -133,12 +133,12 @@ def test_a_pipeline_step_over_a_result_with_shared_sets_equals_the_inlined_query
 
 
 def duckdb_query() -> str:
-    """The README's DuckDB query that decodes a saved result with plain SQL."""
-    text = (ROOT / "README.md").read_text()
+    """The DuckDB query of docs/formats.md that decodes a saved result with plain SQL."""
+    text = (ROOT / "docs" / "formats.md").read_text()
     return re.search(r"```sql\n(-- every row's whole DL.*?)```", text, re.S).group(1)
 
 
-def test_the_readme_duckdb_query_decodes_saved_lineage_without_dltrace(shared):
+def test_the_documented_duckdb_query_decodes_saved_lineage_without_dltrace(shared):
     frame = shared.sql(load("q11"))
     saved = shared.save(frame, "sh_duckdb")
     directory = Path(shared.store.path(saved.data)).parent
@@ -213,7 +213,7 @@ def save_given(session: LineageSession, dls: list[list[int]], shared_sets: list[
 
 
 def duckdb_decoded(saved, store) -> dict[int, list[int]]:
-    """Each row's whole DL as the README's DuckDB query reads it (the first part alone without
+    """Each row's whole DL as the DuckDB query of docs/formats.md reads it (the first part alone without
     shared sets); rows whose whole DL is empty have no row there."""
     query = duckdb_query().replace("RESULT", str(Path(store.path(saved.data)).parent))
     if not saved.shared:

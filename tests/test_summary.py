@@ -3,7 +3,7 @@
 * Oracle: a summary recovers a query's filter (TPC-H Q6), separates Q15's supplier from its
   three months of lineitems, and the recall and precision it reports are what DuckDB counts
   for its patterns over the catalog's Parquet;
-* the lineage relation answers the README's two examples as DuckDB does over the saved
+* the lineage relation answers docs/summaries.md's two examples as DuckDB does over the saved
   rows' Parquet and the base tables' Parquet;
 * bad input: one line, exit 2.
 """
@@ -29,9 +29,9 @@ README_EXAMPLES = {
 }
 
 
-def test_the_examples_are_the_readmes():
-    """The examples tested here are the README's, on results saved as q3 and q5 there."""
-    readme = " ".join((Path(__file__).resolve().parent.parent / "README.md").read_text().split())
+def test_the_examples_are_the_documented_ones():
+    """The examples tested here are docs/summaries.md's, on results saved as q3 and q5 there."""
+    readme = " ".join((Path(__file__).resolve().parent.parent / "docs" / "summaries.md").read_text().split())
     for sql in README_EXAMPLES.values():
         assert sql.replace("lineage_sum_", "lineage_") + ";" in readme
 
@@ -137,7 +137,7 @@ def test_every_pattern_is_a_valid_impact_source(tpch, saved):
 
 
 def duck_answer(tpch, result: str, query: str) -> list[tuple]:
-    """A README example answered by DuckDB over the saved rows and the base tables' Parquet
+    """A documented example answered by DuckDB over the saved rows and the base tables' Parquet
     (the table of an id found by looking it up in each table, not from its code)."""
     store = ResultStore(tpch.catalog)
     saved = store.get(result)

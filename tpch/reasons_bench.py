@@ -1,4 +1,4 @@
-"""Reason-capable UDFs cost nothing without ``--reasons`` (README, "Reasons of ML and Python
+"""Reason-capable UDFs cost nothing without ``--reasons`` (docs/reasons.md, "Reasons of ML and Python
 UDFs"): the loan example's model as a plain pandas UDF and as a reason-capable UDF, in the same
 query over the same generated applicants, interleaved in one session.
 

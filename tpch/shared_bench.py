@@ -1,4 +1,4 @@
-"""Shared lineage benchmark (README, "Shared lineage is held once"): TPC-H queries whose rows
+"""Shared lineage benchmark (docs/impact.md, "Shared lineage is held once"): TPC-H queries whose rows
 share an uncorrelated subquery's lineage, side by side in one session.
 
     python -m tpch.shared_bench --sf 10 --query q11 [--query q15] [--repeat 3] [--spelled]

@@ -1,4 +1,4 @@
-"""A loan-approval example of augmented lineage (README, "Reasons of ML and Python UDFs").
+"""A loan-approval example of augmented lineage (README and docs/reasons.md).
 
 ``applicants`` is generated (seeded), and ``approve`` is a logistic-regression model trained
 with numpy when this module is imported, on a seeded history of past loans, so every process

@@ -18,7 +18,7 @@ SELECT __dlout.s_id, SORT_ARRAY(ARRAY_DISTINCT(CONCAT(ARRAY(__dlout.__dl0), (SEL
 Lineage every row shares (an uncorrelated subquery's, under control semantics) is spelled
 out in every row's ``DL``; beside it the rule keeps the same result with that lineage held
 apart (``meta[SHARED]``): ``DL`` with each row's own ids, and each shared set as a query of
-its own, computed once.  That is what a saved result stores (README, "Shared lineage"):
+its own, computed once.  That is what a saved result stores (docs/impact.md, "Shared lineage is held once"):
 
 >>> from dltrace.rewriter import parse, rewrite, PAPER_CODES
 >>> query = parse("SELECT s_id FROM sales WHERE price > (SELECT avg(price) FROM sales)")
