@@ -24,20 +24,26 @@ import json
 import operator
 import os
 import posixpath
+import random
 import re
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from functools import reduce
 from pathlib import PurePosixPath
+from typing import TypeVar
 
+from dltrace import commits, faults
 from dltrace.errors import BadInput, CatalogError, UnknownTable
 from dltrace.ids import MAX_TABLE_CODE, make_id, split_id
-from dltrace.recovery import sweep
+from dltrace.recovery import WRITER_FILE, sweep, sweep_tables, temporary_name, writer
 from dltrace.storage import Location, glob, is_glob, location
 from dltrace.table_data import backquoted, file_records, listed_files
 from dltrace.validation import check_catalog
 
-FORMAT = 1
+FORMAT = 2  # 2: versions committed to log/ (catalog.json a copy of the newest); 1 loads
+COMMIT_ATTEMPTS = 100  # a commit that finds a newer version re-reads and tries again, this many times
+T = TypeVar("T")
 ID_COLUMN = "_dl_id"
 FORMATS = ("parquet", "csv", "json", "orc")
 NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -90,7 +96,8 @@ class Schemas(dict):
 
 
 class Catalog:
-    """A catalog directory; reads ``catalog.json`` lazily and rewrites it atomically.
+    """A catalog directory; reads its newest version lazily and changes it by commits that
+    never overwrite another writer's (``commit``).
 
     Opening one also removes what killed writes left behind (``dltrace.recovery``)."""
 
@@ -98,41 +105,108 @@ class Catalog:
         # absolute: Spark resolves relative paths against its own working directory (the
         # JVM's, where Spark started, whatever os.chdir did since; a Connect server's)
         self.directory = location(directory)
-        self.version = 0
-        self.tables: dict[str, TableEntry] = {}
-        # codes of dropped tables, never given out again: saved lineage may still hold their ids
-        self.retired_codes: list[int] = []
         sweep(self.directory)
         self._load()
+        sweep_tables(self.directory, {p for entry in self.tables.values() for p in entry.version_paths().values()})
 
     @property
     def file(self) -> Location:
         return self.directory / "catalog.json"
 
+    @property
+    def log(self) -> Location:
+        return self.directory / commits.DIRECTORY
+
     def _load(self) -> None:
-        try:
-            data = json.loads(self.file.read_text())
-        except FileNotFoundError:
+        """Read the newest version: ``catalog.json``, or a newer entry of the log (a writer
+        killed, or still running, between its commit and its rewrite of ``catalog.json``)."""
+        self.version = 0
+        self.tables: dict[str, TableEntry] = {}
+        # codes never given out again: those of dropped tables (saved lineage may still hold
+        # their ids) and those a registration reserved while it writes ids (``reserve_code``)
+        self.retired_codes: list[int] = []
+        data, file = self._read(self.file)
+        newest = commits.latest(self.log)
+        if newest is not None and newest[0] > (data or {}).get("version", 0):
+            data, file = self._read(newest[1])
+        if data is None:
             return
-        except (OSError, ValueError) as error:
-            raise CatalogError(f"cannot read {self.file}: {error}") from None
-        check_catalog(data, self.file, FORMAT, TableEntry)
+        check_catalog(data, file, FORMAT, TableEntry)
         self.version = data.get("version", 0)
         self.retired_codes = data.get("retired_codes", [])
         self.tables = {
             name: TableEntry(**_with_revision_fields(entry)) for name, entry in data.get("tables", {}).items()
         }
 
-    def save(self) -> None:
-        """Write ``catalog.json`` atomically with the version advanced by one."""
-        self.version += 1
-        data = {
+    @staticmethod
+    def _read(file: Location) -> tuple[dict | None, Location]:
+        try:
+            return json.loads(file.read_text()), file
+        except FileNotFoundError:
+            return None, file
+        except (OSError, ValueError) as error:
+            raise CatalogError(f"cannot read {file}: {error}") from None
+
+    def commit(self, change: Callable[[Catalog], T]) -> T:
+        """Apply ``change`` to the newest version and commit it as the next one; when another
+        writer committed that version first, read theirs and apply ``change`` again (it may
+        raise, e.g. when the other writer registered the same table: nothing is written).
+        What ``change`` returns is returned."""
+        for attempt in range(COMMIT_ATTEMPTS):
+            if attempt:
+                time.sleep(random.uniform(0, 0.005 * attempt))  # spread writers that collide again
+            self._load()
+            outcome = change(self)
+            text = json.dumps(self._record(self.version + 1), indent=2)
+            if commits.publish(self.log, self.version + 1, text):
+                self.version += 1
+                faults.point("catalog.after-commit")
+                self._rewrite_file(text)
+                return outcome
+        raise CatalogError(f"catalog {self.directory}: {COMMIT_ATTEMPTS} other commits came first; try again")
+
+    def _record(self, version: int) -> dict:
+        return {
             "format": FORMAT,
-            "version": self.version,
+            "version": version,
             "tables": {name: asdict(entry) for name, entry in sorted(self.tables.items())},
             **({"retired_codes": sorted(self.retired_codes)} if self.retired_codes else {}),
         }
-        self.file.write_atomically(json.dumps(data, indent=2), f".catalog-{os.getpid()}-{time.time_ns()}.json")
+
+    def _rewrite_file(self, text: str) -> None:
+        """``catalog.json`` holds the version just committed, for readers of the file alone
+        (older dltrace, other tools); unless a newer one was committed meanwhile, whose writer
+        rewrites it.  Then the log's old entries go."""
+        if not (self.log / commits.entry_name(self.version + 1)).exists():
+            self.file.write_atomically(text, temporary_name(".catalog", ".json"))
+        commits.prune(self.log, self.version)
+
+    def remove(self, name: str) -> TableEntry:
+        """Commit the catalog without table ``name`` (its code retired); the entry removed, as
+        the newest version had it."""
+        def change(catalog: Catalog) -> TableEntry:
+            entry = catalog.entry(name)
+            del catalog.tables[name.lower()]
+            catalog.retired_codes.append(entry.code)
+            return entry
+        return self.commit(change)
+
+    def reserve_code(self) -> int:
+        """A table code committed as taken before a registration writes ids with it, so that a
+        concurrent registration cannot be given the same one (``release_code`` or the entry's
+        commit takes it back out of ``retired_codes``)."""
+        def reserve(catalog: Catalog) -> int:
+            code = catalog.next_code()
+            catalog.retired_codes.append(code)
+            return code
+        return self.commit(reserve)
+
+    def release_code(self, code: int) -> None:
+        """Give back a code ``reserve_code`` took for a registration that failed."""
+        def release(catalog: Catalog) -> None:
+            if code in catalog.retired_codes:
+                catalog.retired_codes.remove(code)
+        self.commit(release)
 
     def entry(self, name: str) -> TableEntry:
         try:
@@ -264,14 +338,62 @@ def register(
     their ids and new or changed rows get new ones, numbered in ``order_by`` order after the
     highest row number the table ever had, so an old id never names a different row.  The
     new data is a new version; the old version's Parquet stays for impact on old rows.
+
+    The entry is committed to the catalog (``Catalog.commit``) against its newest version:
+    registrations in other processes meanwhile are kept, and one of the same table makes
+    this one fail with nothing written.
     """
-    from pyspark.sql import functions as F
     from pyspark.sql.utils import AnalysisException
 
     if not NAME_PATTERN.match(name):
         raise BadInput(f"'{name}' is not a valid table name: use letters, digits and _")
     name = name.lower()
     source = location(path, "source")
+    fmt, key, order_by, options = _options(source, path, fmt, header, key, order_by, copy)
+    fingerprint = source_fingerprint(source, fmt, options)
+    previous = catalog.tables.get(name)
+    if (
+        previous
+        and previous.fingerprint == fingerprint
+        and (previous.files or (catalog.directory / previous.path).exists())
+    ):
+        return previous
+    try:
+        frame = read_source(spark, source, fmt, header is not False)
+        columns = frame.columns
+    except AnalysisException as error:
+        raise BadInput(f"cannot read {path} as {fmt}: {str(error).splitlines()[0]}") from None
+    _check_columns(frame, path, fmt, header, key, order_by)
+    version = 1 + max(
+        [
+            int(m.group(1))
+            for p in (catalog.directory / "tables").glob(f"{name}-v*.parquet")
+            if (m := re.match(rf"{re.escape(name)}-v(\d+)\.parquet$", p.name))
+        ]
+        + list(previous.version_paths() if previous else [0])
+    )
+    new = Registration(name, previous, version, str(source), fmt, key, order_by, fingerprint,
+                       {f.name: f.dataType.simpleString() for f in frame.schema.fields})
+    keeps_ids = key and previous and previous.key == key and not previous.files
+    files = listed_files(source) if fmt == "parquet" and not order_by and not copy and not keeps_ids else None
+    if files:
+        records = file_records(spark, files, new.first_row)
+        rows = sum(record["rows"] for record in records)
+        entry = new.entry(rows, rows, {"unchanged": 0, "new": rows}, order_by=None, files=records)
+        return catalog.commit(new.committed(entry))
+    reserved = None if previous else catalog.reserve_code()
+    try:
+        return _register_copy(spark, catalog, new, frame, columns, previous.code if previous else reserved)
+    except BaseException:
+        if reserved is not None:
+            catalog.release_code(reserved)
+        raise
+
+
+def _options(source: Location, path, fmt: str | None, header: bool | None, key: list[str] | None,
+             order_by: list[str] | None, copy: bool) -> tuple[str, list[str] | None, list[str] | None, dict]:
+    """The source's format, the key and order columns stripped, and the options that make
+    another source of the same files (part of the fingerprint)."""
     if not source.exists() and not (is_glob(source) and glob(source)):
         raise BadInput(f"{path}: no such file or directory")
     fmt = (fmt or guess_format(source)).lower()
@@ -288,20 +410,16 @@ def register(
         **({"header": False} if fmt == "csv" and header is False else {}),
         **({"copy": True} if copy else {}),
     }
-    fingerprint = source_fingerprint(source, fmt, options)
-    previous = catalog.tables.get(name)
-    if (
-        previous
-        and previous.fingerprint == fingerprint
-        and (previous.files or (catalog.directory / previous.path).exists())
-    ):
-        return previous
+    return fmt, key, order_by, options
 
-    try:
-        frame = read_source(spark, source, fmt, header is not False)
-        columns = frame.columns
-    except AnalysisException as error:
-        raise BadInput(f"cannot read {path} as {fmt}: {str(error).splitlines()[0]}") from None
+
+def _check_columns(frame, path, fmt: str, header: bool | None, key: list[str] | None,
+                   order_by: list[str] | None) -> None:
+    """Refuse a source without columns, with ``_dl_id``, without the named columns, or whose
+    key repeats."""
+    from pyspark.sql import functions as F
+
+    columns = frame.columns
     if not columns:
         raise BadInput(f"{path} has no columns (an empty file?): there is nothing to register")
     if fmt == "csv":
@@ -320,107 +438,120 @@ def register(
         if duplicates:
             raise BadInput(f"--key {','.join(key)} is not unique in {path}: {duplicates} rows repeat a key")
 
-    code = previous.code if previous else catalog.next_code()
-    schema = {f.name: f.dataType.simpleString() for f in frame.schema.fields}
-    first_new_row = previous.next_row if previous else 0
-    version = 1 + max(
-        [
-            int(m.group(1))
-            for p in (catalog.directory / "tables").glob(f"{name}-v*.parquet")
-            if (m := re.match(rf"{re.escape(name)}-v(\d+)\.parquet$", p.name))
-        ]
-        + list(previous.version_paths() if previous else [0])
-    )
-    keeps_ids = key and previous and previous.key == key and not previous.files
-    files = listed_files(source) if fmt == "parquet" and not order_by and not copy and not keeps_ids else None
-    if files:
-        records = file_records(spark, files, first_new_row)
-        rows = sum(record["rows"] for record in records)
-        entry = TableEntry(
-            code=code,
-            path=f"tables/{name}-v{version}.parquet",
-            source=str(source),
-            key=key,
-            order_by=None,
+
+@dataclass(frozen=True)
+class Registration:
+    """What a registration knows before it counts rows: the table, the entry it replaces
+    (``previous``) and the new entry's fields."""
+
+    name: str
+    previous: TableEntry | None
+    version: int
+    source: str
+    format: str
+    key: list[str] | None
+    order_by: list[str] | None
+    fingerprint: str
+    schema: dict[str, str]
+
+    @property
+    def first_row(self) -> int:
+        """The row number of the first new id: one past every number the table gave out."""
+        return self.previous.next_row if self.previous else 0
+
+    @property
+    def relative(self) -> str:
+        return f"tables/{self.name}-v{self.version}.parquet"
+
+    def entry(self, rows: int, new_rows: int, changes: dict[str, int], code: int = 0, **fields) -> TableEntry:
+        """The new entry: a new data version of ``rows`` rows, ``new_rows`` of them with new
+        ids; ``code`` 0 is given when committed (``committed``)."""
+        previous = self.previous
+        fields = {"order_by": self.order_by, **fields}
+        return TableEntry(
+            code=previous.code if previous else code,
+            path=self.relative,
+            source=self.source,
+            key=self.key,
             rows=rows,
-            schema=schema,
-            format=fmt,
-            fingerprint=fingerprint,
-            version=version,
-            next_row=first_new_row + rows,
-            changes={"unchanged": 0, "new": rows, "removed": previous.rows} if previous else {},
+            schema=self.schema,
+            format=self.format,
+            fingerprint=self.fingerprint,
+            version=self.version,
+            next_row=self.first_row + new_rows,
+            changes={**changes, "removed": previous.rows - changes["unchanged"]} if previous else {},
             previous=[*previous.previous, _version_record(previous)] if previous else [],
-            files=records,
+            **fields,
         )
-        catalog.tables[name] = entry
-        catalog.save()
-        return entry
+
+    def committed(self, entry: TableEntry) -> Callable[[Catalog], TableEntry]:
+        """The change ``Catalog.commit`` applies: ``entry`` replaces ``previous``, which must
+        still be the newest version's (else another process registered the table meanwhile);
+        a new table takes its reserved code, or the first free one when it has none yet."""
+        def change(catalog: Catalog) -> TableEntry:
+            if catalog.tables.get(self.name) != self.previous:
+                raise CatalogError(f"table {self.name} was registered by another process while this registration "
+                                   f"ran; nothing was changed: register it again to register this source")
+            code = entry.code
+            if code in catalog.retired_codes:
+                catalog.retired_codes.remove(code)  # reserved for it
+            elif not code:
+                code = catalog.next_code()
+            catalog.tables[self.name] = replace(entry, code=code)
+            return catalog.tables[self.name]
+        return change
+
+
+def _register_copy(spark, catalog: Catalog, new: Registration, frame, columns: list[str], code: int) -> TableEntry:
+    """Write the table's Parquet with ids of ``code`` (aside, then renamed into place) and
+    commit its entry; the unchanged rows of a revision with the same key keep their ids."""
+    from pyspark.sql import functions as F
+
+    previous = new.previous
     staged = _in_source_order(frame, F)
-    matched = _match_previous(catalog, previous, staged, key, schema, F) if previous else None
+    matched = _match_previous(catalog, previous, staged, new.key, new.schema, F) if previous else None
     fresh = staged if matched is None else matched.where(F.col("__old").isNull()).drop("__old")
-    first_new_id = make_id(code, first_new_row)
+    first_new_id = make_id(code, new.first_row)
     table, cached, _ = with_positions(
-        fresh.orderBy(*[F.col(c).asc_nulls_first() for c in order_by or []], "__file", "__pos").drop("__file", "__pos"),
+        fresh.orderBy(*[F.col(c).asc_nulls_first() for c in new.order_by or []], "__file", "__pos")
+        .drop("__file", "__pos"),
         ID_COLUMN,
         start=first_new_id,
     )
     if matched is not None:
         kept = matched.where(F.col("__old").isNotNull()).select(*map(quoted, columns), F.col("__old").alias(ID_COLUMN))
         table = kept.unionByName(table).orderBy(ID_COLUMN)  # files in id order: lookups by id skip row groups
-    relative = f"tables/{name}-v{version}.parquet"
-    final = catalog.directory / relative
+    final = catalog.directory / new.relative
     # written aside and renamed into place; where renames are not atomic (object stores),
-    # written in place: only catalog.json, saved last, makes it part of the catalog
-    tmp = catalog.directory / "tables" / f".tmp-{name}-{os.getpid()}-{time.time_ns()}"
-    staging = tmp if final.atomic_rename else final
+    # written in place: only the commit makes it part of the catalog
+    staging = catalog.directory / "tables" / temporary_name(f".tmp-{new.name}") if final.atomic_rename else final
     staging.parent.mkdir()
     interrupted = kept = False
     try:
         table.write.mode("overwrite").parquet(str(staging))
+        (staging / WRITER_FILE).write_text(writer())  # for the sweep, should this writer die before its commit
+        faults.point("register.after-data")
         rows, new_rows = (
             spark.read.parquet(str(staging))
             .agg(F.count(F.lit(1)), F.coalesce(F.sum((F.col(ID_COLUMN) >= first_new_id).cast("long")), F.lit(0)))
             .first()
         )
-        unchanged = rows - new_rows
-        changes = {"unchanged": unchanged, "new": new_rows, "removed": previous.rows - unchanged if previous else 0}
-        if previous and not new_rows and not changes["removed"]:
+        entry = new.entry(rows, new_rows, {"unchanged": rows - new_rows, "new": new_rows}, code)
+        if previous and not new_rows and entry.changes["removed"] == 0:
             # the same rows with the same ids: no new data version, only the new fingerprint
-            entry = replace(
-                previous,
-                source=str(source),
-                order_by=order_by,
-                format=fmt,
-                fingerprint=fingerprint,
-                registered_at=time.time(),
-                changes=changes,
-            )
-        else:
-            if staging != final:
-                staging.rename(final)
-            kept = True
-            entry = TableEntry(
-                code=code,
-                path=relative,
-                source=str(source),
-                key=key,
-                order_by=order_by,
-                rows=rows,
-                schema=schema,
-                format=fmt,
-                fingerprint=fingerprint,
-                version=version,
-                next_row=first_new_row + new_rows,
-                changes=changes if previous else {},
-                previous=[*previous.previous, _version_record(previous)] if previous else [],
-            )
-        catalog.tables[name] = entry
-        catalog.save()  # right after the rename: a kill in between leaves unreferenced data
+            entry = replace(previous, source=new.source, order_by=new.order_by, format=new.format,
+                            fingerprint=new.fingerprint, registered_at=time.time(), changes=entry.changes)
+        elif staging != final:
+            staging.rename(final)
+            staging = final  # removed unless the commit succeeds
+        faults.point("register.after-rename")
+        entry = catalog.commit(new.committed(entry))
+        kept = entry.path == new.relative
     except KeyboardInterrupt:
         interrupted = True  # the JVM call it cut short leaves Py4J unable to answer
         raise
     finally:
-        if not kept or staging != final:
+        if not kept:
             staging.remove()
         if not interrupted:
             cached.unpersist()
