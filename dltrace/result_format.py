@@ -14,6 +14,17 @@ densely while writing took a job of its own, which counted every partition's row
 a few row groups instead of every row's DL.  It is built at save time when the saved rows
 are many and large enough for it to pay (``results.INDEX_MIN_ROWS``,
 ``results.INDEX_MIN_BYTES``), on request, or later (``ResultStore.build_index``).
+
+References: a result saved from other saved results holds, for the rows it read, not their
+lineage spelled out but their names: ``((REFERENCE_CODE + k) << 48) | _row`` for row ``_row``
+of the k-th result in ``references`` (``dltrace.ids``), beside its own base-row ids in ``DL``.
+Lineage is held once, in the step that computed it: a pipeline step over 100,000 upstream
+rows holding millions of ids writes 100,000 small numbers, not the millions again.  A row's
+whole DL is its own ids plus the whole DLs of the upstream rows it names, resolved when asked
+(``lineage_rows``, ``row_ids``, stored impact, the views queries read).  The upstream save
+they name is the one recorded in ``results`` (its stamp): saving the upstream result again,
+or dropping it, keeps that save's data while a result references it
+(``recovery.referenced_saves``), and the downstream result is stale until saved again.
 """
 
 from __future__ import annotations
@@ -180,3 +191,19 @@ def _position_run(file: Location) -> tuple[int, int] | None:
         raise CatalogError(f"{file}: its {metadata.num_rows} rows hold positions {least} to {greatest}, not one "
                            f"each; save the result again")
     return least, greatest
+
+
+def lineage_ids(frame):
+    """``DL`` as sorted ids whatever the representation: saved results keep plain id arrays,
+    which the forward index and ``arrays_overlap`` read natively (roBDDs decoded once here)."""
+    from pyspark.sql import functions as F
+
+    from dltrace import udafs
+
+    kind = dict(frame.dtypes)[DL]
+    if kind == "array<bigint>":
+        return F.col(DL)
+    if kind == "binary":
+        udafs.register(frame.sparkSession)
+        return F.expr(f"dl_ids({DL})")
+    raise BadInput(f"cannot save lineage of type {kind}: DL must be an id set (array<bigint>) or an roBDD (binary)")

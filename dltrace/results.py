@@ -15,8 +15,9 @@ row (TPC-H Q11's 1,048 rows share ~32,000 ids), and is stored and searched once.
 Parquet reader recovers a row's ids with plain SQL: ``unnest(DL)``, union the ``id`` of the
 ``shared.parquet`` rows whose ``set_id`` is in ``DL_shared``.
 
-``result_format`` holds what ``result.json`` records and how rows are numbered,
-``staleness`` what a result was computed from and whether that changed.
+``result_format`` holds what ``result.json`` records, how rows are numbered and how a DL
+names upstream rows ("References"); ``staleness`` what a result was computed from and
+whether that changed; ``result_cleanup`` which earlier saves' data may go.
 
 A save writes a fresh ``<stamp>`` directory (named for its writer, ``dltrace.recovery``),
 then replaces ``result.json`` atomically, then deletes the data it replaced: a reader sees
@@ -26,17 +27,6 @@ Saves of one result in several processes at once each land, the last to replace
 (its own writer, or the sweep once it is gone, deletes it when no metadata names it).
 Saving a result does not change the catalog version, which identifies the tables' data;
 the result records the version it read.
-
-References: a result saved from other saved results holds, for the rows it read, not their
-lineage spelled out but their names: ``((REFERENCE_CODE + k) << 48) | _row`` for row ``_row``
-of the k-th result in ``references`` (``dltrace.ids``), beside its own base-row ids in ``DL``.
-Lineage is held once, in the step that computed it: a pipeline step over 100,000 upstream
-rows holding millions of ids writes 100,000 small numbers, not the millions again.  A row's
-whole DL is its own ids plus the whole DLs of the upstream rows it names, resolved when asked
-(``lineage_rows``, ``row_ids``, stored impact, the views queries read).  The upstream save
-they name is the one recorded in ``results`` (its stamp): saving the upstream result again,
-or dropping it, keeps that save's data while a result references it
-(``recovery.referenced_saves``), and the downstream result is stale until saved again.
 """
 
 from __future__ import annotations
@@ -52,7 +42,8 @@ from dltrace import faults, staleness
 from dltrace.catalog import NAME_PATTERN, Catalog, quoted
 from dltrace.errors import BadInput, CatalogError
 from dltrace.ids import FIRST_REFERENCE_ID, ROW_BITS, ROW_MASK
-from dltrace.recovery import STAMP_PID, dead_writer, referenced_saves, temporary_name, writer
+from dltrace.recovery import referenced_saves, temporary_name, writer
+from dltrace.result_cleanup import remove_unreferenced, remove_unreferenced_upstream
 from dltrace.result_format import (  # noqa: F401 - importable from here, as before the split
     DIRECTORY,
     DL,
@@ -69,6 +60,7 @@ from dltrace.result_format import (  # noqa: F401 - importable from here, as bef
     SHARED_SET,
     SavedResult,
     UnknownResult,
+    lineage_ids,
     metadata_text,
     partition_positions,
     rows_sql,
@@ -280,7 +272,7 @@ class ResultStore:
         ``shared_sets``: one-row DataFrames, each a sorted id array that every row's DL also
         holds (``frame``'s ``DL`` then has the rows' own ids only); stored once each.
         ``references``: the saved results whose rows ``frame``'s DLs name, with their codes
-        (module docstring, "References"); ``named``: their metadata when ``frame`` was
+        (``result_format``, "References"); ``named``: their metadata when ``frame`` was
         planned, which says which of their saves it names.
 
         ``index``: build the forward index (True), don't (False), or only when the saved rows
@@ -343,9 +335,9 @@ class ResultStore:
         self._write_metadata(result)
         faults.point("save.after-metadata")
         referenced = referenced_saves(self.directory)
-        self._remove_unreferenced(result.name, result.stamp, referenced)
+        remove_unreferenced(self.directory / result.name, result.stamp, referenced)
         if replaced is not None:
-            self._remove_unreferenced_upstream(replaced, referenced)
+            remove_unreferenced_upstream(self.directory, replaced, referenced, self._read)
 
     def inputs(self, query: str) -> dict:
         """What ``query`` is computed from (``staleness.inputs``)."""
@@ -400,43 +392,13 @@ class ResultStore:
             trash.remove()
         kept = referenced_saves(self.directory)  # without the dropped result's references
         if home.exists():
-            self._remove_unreferenced(dropped.name, None, kept)
-        self._remove_unreferenced_upstream(dropped, kept)
+            remove_unreferenced(home, None, kept)
+        remove_unreferenced_upstream(self.directory, dropped, kept, self._read)
 
     def _write_metadata(self, result: SavedResult) -> None:
         (self.directory / result.name / METADATA).write_atomically(
             metadata_text(result), temporary_name(".result", ".json")
         )
-
-    def _remove_unreferenced(self, name: str, keep: str | None, referenced: set[tuple[str, str]] | None) -> None:
-        """Delete the data of earlier saves (and of saves that failed half way) but ``keep``,
-        those a result references (``referenced``: ``recovery.referenced_saves``) and those
-        another live process is writing: this process's own, or a dead writer's."""
-        if referenced is None:
-            return  # a result's metadata is unreadable: what it names is unknown, nothing goes
-        kept = {stamp for result, stamp in referenced if result == name}
-        for child in (self.directory / name).iterdir():
-            if (child.is_dir() and child.name != keep and child.name not in kept
-                    and (child.name.endswith(f"-p{writer()}") or dead_writer(child, STAMP_PID))):
-                child.remove()
-
-    def _remove_unreferenced_upstream(self, replaced: SavedResult, kept: set[tuple[str, str]] | None) -> None:
-        """After ``replaced`` was saved again or dropped: the earlier saves it alone kept for
-        its references (and those they kept) are deleted."""
-        if kept is None:
-            return
-        pending = [(n, replaced.results[n]) for n in replaced.references if n in replaced.results]
-        while pending:
-            name, stamp = pending.pop()
-            data = self.directory / name / stamp
-            current = self._metadata_file(name)
-            if (name, stamp) in kept or (current.exists() and self._read(current).stamp == stamp) or not data.exists():
-                continue
-            metadata = data / METADATA
-            if metadata.exists():
-                earlier = self._read(metadata)
-                pending.extend((n, earlier.results[n]) for n in earlier.references if n in earlier.results)
-            data.remove()
 
 
 def _savable(frame, name: str, shared_sets: int) -> tuple:
@@ -495,22 +457,6 @@ def _write_rows(frame, data_dir: Location, index: bool | None, shared_sets: Sequ
         write_index(written.selectExpr(*rows_sql(positions, schema)), data_dir / "index.parquet")
     shared_ids = write_shared_sets(shared_sets, data_dir / "shared.parquet") if shared_sets else 0
     return Written(positions, rows, schema, bool(index), shared_ids)
-
-
-def lineage_ids(frame):
-    """``DL`` as sorted ids whatever the representation: saved results keep plain id arrays,
-    which the forward index and ``arrays_overlap`` read natively (roBDDs decoded once here)."""
-    from pyspark.sql import functions as F
-
-    from dltrace import udafs
-
-    kind = dict(frame.dtypes)[DL]
-    if kind == "array<bigint>":
-        return F.col(DL)
-    if kind == "binary":
-        udafs.register(frame.sparkSession)
-        return F.expr(f"dl_ids({DL})")
-    raise BadInput(f"cannot save lineage of type {kind}: DL must be an id set (array<bigint>) or an roBDD (binary)")
 
 
 def directory_bytes(path: str | os.PathLike | Location) -> int:

@@ -10,10 +10,11 @@ from typing import NamedTuple
 
 from dltrace import granularity, rewriter
 from dltrace.broadcasts import keep_broadcasts
-from dltrace.catalog import NAME_PATTERN, Catalog, TableEntry, register
+from dltrace.catalog import NAME_PATTERN, Catalog, TableEntry
 from dltrace.engine import reference_codes, rewrite_over_catalog
 from dltrace.errors import BadInput, CatalogError, SourceChanged, spark_error
 from dltrace.plain import plain_sql, with_spark_aliases, with_spark_names
+from dltrace.registration import register
 from dltrace.results import DL, ROW, ResultStore, SavedResult, names_read
 from dltrace.rewriter.base_table import tagged_row_ids
 from dltrace.rewriter.saved_result import LINEAGE_COLUMN, ROW_COLUMN, shared_view
