@@ -1,4 +1,5 @@
-"""The lineage catalog (its format: docs/formats.md): registered tables, their codes, and Parquet with ``_dl_id``.
+"""The lineage catalog (its format: docs/formats.md): registered tables, their codes, and Parquet
+with ``_dl_id``; registering a source is ``dltrace.registration``.
 
 Layout of a catalog directory::
 
@@ -19,27 +20,27 @@ entry's ``previous``): saved results' lineage may name their ids.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import operator
 import os
-import posixpath
+import random
 import re
 import time
-from dataclasses import asdict, dataclass, field, replace
-from functools import reduce
-from pathlib import PurePosixPath
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import TypeVar
 
+from dltrace import commits, faults
 from dltrace.errors import BadInput, CatalogError, UnknownTable
-from dltrace.ids import MAX_TABLE_CODE, make_id, split_id
-from dltrace.recovery import sweep
-from dltrace.storage import Location, glob, is_glob, location
-from dltrace.table_data import backquoted, file_records, listed_files
+from dltrace.ids import MAX_TABLE_CODE, split_id
+from dltrace.recovery import sweep, sweep_tables, temporary_name
+from dltrace.storage import Location, location
+from dltrace.table_data import backquoted
 from dltrace.validation import check_catalog
 
-FORMAT = 1
+FORMAT = 2  # 2: versions committed to log/ (catalog.json a copy of the newest); 1 loads
+COMMIT_ATTEMPTS = 100  # a commit that finds a newer version re-reads and tries again, this many times
+T = TypeVar("T")
 ID_COLUMN = "_dl_id"
-FORMATS = ("parquet", "csv", "json", "orc")
 NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -90,7 +91,8 @@ class Schemas(dict):
 
 
 class Catalog:
-    """A catalog directory; reads ``catalog.json`` lazily and rewrites it atomically.
+    """A catalog directory; reads its newest version lazily and changes it by commits that
+    never overwrite another writer's (``commit``).
 
     Opening one also removes what killed writes left behind (``dltrace.recovery``)."""
 
@@ -98,41 +100,108 @@ class Catalog:
         # absolute: Spark resolves relative paths against its own working directory (the
         # JVM's, where Spark started, whatever os.chdir did since; a Connect server's)
         self.directory = location(directory)
-        self.version = 0
-        self.tables: dict[str, TableEntry] = {}
-        # codes of dropped tables, never given out again: saved lineage may still hold their ids
-        self.retired_codes: list[int] = []
         sweep(self.directory)
         self._load()
+        sweep_tables(self.directory, {p for entry in self.tables.values() for p in entry.version_paths().values()})
 
     @property
     def file(self) -> Location:
         return self.directory / "catalog.json"
 
+    @property
+    def log(self) -> Location:
+        return self.directory / commits.DIRECTORY
+
     def _load(self) -> None:
-        try:
-            data = json.loads(self.file.read_text())
-        except FileNotFoundError:
+        """Read the newest version: ``catalog.json``, or a newer entry of the log (a writer
+        killed, or still running, between its commit and its rewrite of ``catalog.json``)."""
+        self.version = 0
+        self.tables: dict[str, TableEntry] = {}
+        # codes never given out again: those of dropped tables (saved lineage may still hold
+        # their ids) and those a registration reserved while it writes ids (``reserve_code``)
+        self.retired_codes: list[int] = []
+        data, file = self._read(self.file)
+        newest = commits.latest(self.log)
+        if newest is not None and newest[0] > (data or {}).get("version", 0):
+            data, file = self._read(newest[1])
+        if data is None:
             return
-        except (OSError, ValueError) as error:
-            raise CatalogError(f"cannot read {self.file}: {error}") from None
-        check_catalog(data, self.file, FORMAT, TableEntry)
+        check_catalog(data, file, FORMAT, TableEntry)
         self.version = data.get("version", 0)
         self.retired_codes = data.get("retired_codes", [])
         self.tables = {
             name: TableEntry(**_with_revision_fields(entry)) for name, entry in data.get("tables", {}).items()
         }
 
-    def save(self) -> None:
-        """Write ``catalog.json`` atomically with the version advanced by one."""
-        self.version += 1
-        data = {
+    @staticmethod
+    def _read(file: Location) -> tuple[dict | None, Location]:
+        try:
+            return json.loads(file.read_text()), file
+        except FileNotFoundError:
+            return None, file
+        except (OSError, ValueError) as error:
+            raise CatalogError(f"cannot read {file}: {error}") from None
+
+    def commit(self, change: Callable[[Catalog], T]) -> T:
+        """Apply ``change`` to the newest version and commit it as the next one; when another
+        writer committed that version first, read theirs and apply ``change`` again (it may
+        raise, e.g. when the other writer registered the same table: nothing is written).
+        What ``change`` returns is returned."""
+        for attempt in range(COMMIT_ATTEMPTS):
+            if attempt:
+                time.sleep(random.uniform(0, 0.005 * attempt))  # spread writers that collide again
+            self._load()
+            outcome = change(self)
+            text = json.dumps(self._record(self.version + 1), indent=2)
+            if commits.publish(self.log, self.version + 1, text):
+                self.version += 1
+                faults.point("catalog.after-commit")
+                self._rewrite_file(text)
+                return outcome
+        raise CatalogError(f"catalog {self.directory}: {COMMIT_ATTEMPTS} other commits came first; try again")
+
+    def _record(self, version: int) -> dict:
+        return {
             "format": FORMAT,
-            "version": self.version,
+            "version": version,
             "tables": {name: asdict(entry) for name, entry in sorted(self.tables.items())},
             **({"retired_codes": sorted(self.retired_codes)} if self.retired_codes else {}),
         }
-        self.file.write_atomically(json.dumps(data, indent=2), f".catalog-{os.getpid()}-{time.time_ns()}.json")
+
+    def _rewrite_file(self, text: str) -> None:
+        """``catalog.json`` holds the version just committed, for readers of the file alone
+        (older dltrace, other tools); unless a newer one was committed meanwhile, whose writer
+        rewrites it.  Then the log's old entries go."""
+        if not (self.log / commits.entry_name(self.version + 1)).exists():
+            self.file.write_atomically(text, temporary_name(".catalog", ".json"))
+        commits.prune(self.log, self.version)
+
+    def remove(self, name: str) -> TableEntry:
+        """Commit the catalog without table ``name`` (its code retired); the entry removed, as
+        the newest version had it."""
+        def change(catalog: Catalog) -> TableEntry:
+            entry = catalog.entry(name)
+            del catalog.tables[name.lower()]
+            catalog.retired_codes.append(entry.code)
+            return entry
+        return self.commit(change)
+
+    def reserve_code(self) -> int:
+        """A table code committed as taken before a registration writes ids with it, so that a
+        concurrent registration cannot be given the same one (``release_code`` or the entry's
+        commit takes it back out of ``retired_codes``)."""
+        def reserve(catalog: Catalog) -> int:
+            code = catalog.next_code()
+            catalog.retired_codes.append(code)
+            return code
+        return self.commit(reserve)
+
+    def release_code(self, code: int) -> None:
+        """Give back a code ``reserve_code`` took for a registration that failed."""
+        def release(catalog: Catalog) -> None:
+            if code in catalog.retired_codes:
+                catalog.retired_codes.remove(code)
+        self.commit(release)
 
     def entry(self, name: str) -> TableEntry:
         try:
@@ -177,256 +246,6 @@ class Catalog:
         return code
 
 
-def source_fingerprint(source: Location, fmt: str, options: dict) -> str:
-    """A digest of the source files (names, sizes, modification times) and the options,
-    so that registering the same source again is recognised and costs nothing."""
-    if is_glob(source) and not source.exists():
-        # a glob's files by their whole path
-        files = [(str(match), info) for match in glob(source) if (info := match.info()).is_file]
-    elif source.is_file():
-        files = [(source.name, source.info())]  # a file by its name
-    else:  # a directory's files by their path in it, in pathlib's order
-        infos = sorted(source.files(), key=lambda info: info.path.split("/"))
-        files = [(posixpath.relpath(info.path, source.path), info) for info in infos]
-    digest = hashlib.sha256(json.dumps([fmt, options], sort_keys=True).encode())
-    for named, info in files:
-        if not info.base_name.startswith((".", "_")):
-            digest.update(f"{named}|{info.size}|{info.mtime_ns}".encode())
-    return digest.hexdigest()[:32]
-
-
-def read_source(spark, path: Location, fmt: str, header: bool = True):
-    """The source as a DataFrame; a CSV's first row gives the column names when ``header``
-    (else Spark names them ``_c0``, ``_c1``, ...), and its types are inferred."""
-    reader = spark.read
-    if fmt == "csv":
-        reader = reader.option("header", str(header).lower()).option("inferSchema", "true")
-    return reader.format(fmt).load(str(path))
-
-
-DATA_LIKE = re.compile(r"^\s*([-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?|\d{4}-\d{2}-\d{2}.*)\s*$")
-
-
-def check_header(path: str | os.PathLike, columns: list[str], header: bool | None) -> None:
-    """Refuse a CSV whose first row, taken as column names by default, looks like data (a
-    number or a date among the names): a headerless file would silently lose its first row.
-
-    >>> check_header("n.csv", ["00", "ALGERIA", "0"], None)
-    Traceback (most recent call last):
-    dltrace.errors.BadInput: n.csv: the first row looks like data, not column names (00, 0): register with --no-header (columns _c0, _c1, ...), or --header to take it as names
-    """  # noqa: E501
-    data_like = [c for c in columns if DATA_LIKE.match(c)]
-    if header is None and data_like:
-        raise BadInput(
-            f"{path}: the first row looks like data, not column names ({', '.join(data_like[:3])}): "
-            "register with --no-header (columns _c0, _c1, ...), or --header to take it as names"
-        )
-
-
-def guess_format(path: Location) -> str:
-    suffixes = {s.lower().lstrip(".") for s in PurePosixPath(path.name).suffixes}
-    if path.is_dir():
-        suffixes |= {PurePosixPath(p.name).suffix.lower().lstrip(".") for p in path.iterdir() if p.is_file()}
-    for fmt in FORMATS:
-        if fmt in suffixes:
-            return fmt
-    if "jsonl" in suffixes or "ndjson" in suffixes:
-        return "json"
-    return "parquet"
-
-
-def register(
-    spark,
-    catalog: Catalog,
-    name: str,
-    path: str | os.PathLike,
-    key: list[str] | None = None,
-    order_by: list[str] | None = None,
-    fmt: str | None = None,
-    header: bool | None = None,
-    copy: bool = False,
-) -> TableEntry:
-    """Register ``path`` as table ``name``: ids dense from 0 in ``order_by`` order (ties and
-    the default follow the source's own row order), written as Parquet with ``_dl_id``.
-
-    A Parquet source (a file, a directory, a glob) without ``order_by`` is registered in
-    place unless ``copy``: nothing is written, ids follow the files sorted by path and the
-    rows' order in each (dltrace/table_data.py); a directory with subdirectories (a
-    partitioned layout) and a revision of a copied table with the same key (whose unchanged
-    rows keep their ids) are copied.
-
-    ``header`` (CSV only): whether the first row holds the column names.  By default it
-    does, unless it looks like data (``check_header``), which is refused: say which.
-    A source with no rows is a table with its schema and no ids; one without columns (an
-    empty file) is refused.
-
-    Registering a revised source (docs/semantics.md, "Ids"): with the same key as before, unchanged rows keep
-    their ids and new or changed rows get new ones, numbered in ``order_by`` order after the
-    highest row number the table ever had, so an old id never names a different row.  The
-    new data is a new version; the old version's Parquet stays for impact on old rows.
-    """
-    from pyspark.sql import functions as F
-    from pyspark.sql.utils import AnalysisException
-
-    if not NAME_PATTERN.match(name):
-        raise BadInput(f"'{name}' is not a valid table name: use letters, digits and _")
-    name = name.lower()
-    source = location(path, "source")
-    if not source.exists() and not (is_glob(source) and glob(source)):
-        raise BadInput(f"{path}: no such file or directory")
-    fmt = (fmt or guess_format(source)).lower()
-    if fmt not in FORMATS:
-        raise BadInput(f"unknown format '{fmt}': use one of {', '.join(FORMATS)}")
-    if header is not None and fmt != "csv":
-        raise BadInput(f"--header/--no-header apply to CSV sources, and {path} is read as {fmt}")
-    key = [k.strip() for k in key] if key else None
-    order_by = [c.strip() for c in order_by] if order_by else None
-    # a CSV read without a header is another source; with one, as before this option existed
-    options = {
-        "key": key,
-        "order_by": order_by,
-        **({"header": False} if fmt == "csv" and header is False else {}),
-        **({"copy": True} if copy else {}),
-    }
-    fingerprint = source_fingerprint(source, fmt, options)
-    previous = catalog.tables.get(name)
-    if (
-        previous
-        and previous.fingerprint == fingerprint
-        and (previous.files or (catalog.directory / previous.path).exists())
-    ):
-        return previous
-
-    try:
-        frame = read_source(spark, source, fmt, header is not False)
-        columns = frame.columns
-    except AnalysisException as error:
-        raise BadInput(f"cannot read {path} as {fmt}: {str(error).splitlines()[0]}") from None
-    if not columns:
-        raise BadInput(f"{path} has no columns (an empty file?): there is nothing to register")
-    if fmt == "csv":
-        check_header(path, columns, header)
-    lower = {c.lower(): c for c in columns}
-    if ID_COLUMN in lower:
-        raise BadInput(f"{path} already has a column named {ID_COLUMN}, which dltrace reserves")
-    for option, cols in (("--key", key), ("--order-by", order_by)):
-        missing = [c for c in cols or [] if c.lower() not in lower]
-        if missing:
-            raise BadInput(f"{option}: {path} has no column {', '.join(missing)} (it has {', '.join(columns)})")
-    if key:
-        # one aggregation job: rows beyond the first of each key
-        repeats = frame.groupBy(*map(quoted, key)).count().where(F.col("count") > 1)
-        duplicates = repeats.agg(F.coalesce(F.sum(F.col("count") - 1), F.lit(0))).first()[0]
-        if duplicates:
-            raise BadInput(f"--key {','.join(key)} is not unique in {path}: {duplicates} rows repeat a key")
-
-    code = previous.code if previous else catalog.next_code()
-    schema = {f.name: f.dataType.simpleString() for f in frame.schema.fields}
-    first_new_row = previous.next_row if previous else 0
-    version = 1 + max(
-        [
-            int(m.group(1))
-            for p in (catalog.directory / "tables").glob(f"{name}-v*.parquet")
-            if (m := re.match(rf"{re.escape(name)}-v(\d+)\.parquet$", p.name))
-        ]
-        + list(previous.version_paths() if previous else [0])
-    )
-    keeps_ids = key and previous and previous.key == key and not previous.files
-    files = listed_files(source) if fmt == "parquet" and not order_by and not copy and not keeps_ids else None
-    if files:
-        records = file_records(spark, files, first_new_row)
-        rows = sum(record["rows"] for record in records)
-        entry = TableEntry(
-            code=code,
-            path=f"tables/{name}-v{version}.parquet",
-            source=str(source),
-            key=key,
-            order_by=None,
-            rows=rows,
-            schema=schema,
-            format=fmt,
-            fingerprint=fingerprint,
-            version=version,
-            next_row=first_new_row + rows,
-            changes={"unchanged": 0, "new": rows, "removed": previous.rows} if previous else {},
-            previous=[*previous.previous, _version_record(previous)] if previous else [],
-            files=records,
-        )
-        catalog.tables[name] = entry
-        catalog.save()
-        return entry
-    staged = _in_source_order(frame, F)
-    matched = _match_previous(catalog, previous, staged, key, schema, F) if previous else None
-    fresh = staged if matched is None else matched.where(F.col("__old").isNull()).drop("__old")
-    first_new_id = make_id(code, first_new_row)
-    table, cached, _ = with_positions(
-        fresh.orderBy(*[F.col(c).asc_nulls_first() for c in order_by or []], "__file", "__pos").drop("__file", "__pos"),
-        ID_COLUMN,
-        start=first_new_id,
-    )
-    if matched is not None:
-        kept = matched.where(F.col("__old").isNotNull()).select(*map(quoted, columns), F.col("__old").alias(ID_COLUMN))
-        table = kept.unionByName(table).orderBy(ID_COLUMN)  # files in id order: lookups by id skip row groups
-    relative = f"tables/{name}-v{version}.parquet"
-    final = catalog.directory / relative
-    # written aside and renamed into place; where renames are not atomic (object stores),
-    # written in place: only catalog.json, saved last, makes it part of the catalog
-    tmp = catalog.directory / "tables" / f".tmp-{name}-{os.getpid()}-{time.time_ns()}"
-    staging = tmp if final.atomic_rename else final
-    staging.parent.mkdir()
-    interrupted = kept = False
-    try:
-        table.write.mode("overwrite").parquet(str(staging))
-        rows, new_rows = (
-            spark.read.parquet(str(staging))
-            .agg(F.count(F.lit(1)), F.coalesce(F.sum((F.col(ID_COLUMN) >= first_new_id).cast("long")), F.lit(0)))
-            .first()
-        )
-        unchanged = rows - new_rows
-        changes = {"unchanged": unchanged, "new": new_rows, "removed": previous.rows - unchanged if previous else 0}
-        if previous and not new_rows and not changes["removed"]:
-            # the same rows with the same ids: no new data version, only the new fingerprint
-            entry = replace(
-                previous,
-                source=str(source),
-                order_by=order_by,
-                format=fmt,
-                fingerprint=fingerprint,
-                registered_at=time.time(),
-                changes=changes,
-            )
-        else:
-            if staging != final:
-                staging.rename(final)
-            kept = True
-            entry = TableEntry(
-                code=code,
-                path=relative,
-                source=str(source),
-                key=key,
-                order_by=order_by,
-                rows=rows,
-                schema=schema,
-                format=fmt,
-                fingerprint=fingerprint,
-                version=version,
-                next_row=first_new_row + new_rows,
-                changes=changes if previous else {},
-                previous=[*previous.previous, _version_record(previous)] if previous else [],
-            )
-        catalog.tables[name] = entry
-        catalog.save()  # right after the rename: a kill in between leaves unreferenced data
-    except KeyboardInterrupt:
-        interrupted = True  # the JVM call it cut short leaves Py4J unable to answer
-        raise
-    finally:
-        if not kept or staging != final:
-            staging.remove()
-        if not interrupted:
-            cached.unpersist()
-    return entry
-
-
 def _with_revision_fields(entry: dict) -> dict:
     """A ``catalog.json`` entry, completed if it was written before revisions existed
     (its ids were dense then, so no row number at or above ``rows`` was given out)."""
@@ -434,81 +253,8 @@ def _with_revision_fields(entry: dict) -> dict:
     return {"version": int(match.group(1)) if match else 1, "next_row": entry["rows"], **entry}
 
 
-def _version_record(entry: TableEntry) -> dict:
-    """What ``previous`` keeps of a version a revision replaces."""
-    return {
-        "version": entry.version,
-        "path": entry.path,
-        "rows": entry.rows,
-        "schema": entry.schema,
-        "source": entry.source,
-        "fingerprint": entry.fingerprint,
-        "registered_at": entry.registered_at,
-        **({"files": entry.files} if entry.files else {}),
-    }
-
-
 def quoted(name: str):
     """A column by its exact name (dots and spaces in source column names stay literal)."""
     from pyspark.sql import functions as F
 
     return F.col(backquoted(name))
-
-
-def _in_source_order(frame, F):
-    """``frame`` with ``__file`` and ``__pos``: the source's own row order, for ties."""
-    return frame.select(
-        *map(quoted, frame.columns),
-        F.col("_metadata.file_path").alias("__file"),
-        F.monotonically_increasing_id().alias("__pos"),
-    )
-
-
-def _match_previous(catalog: Catalog, previous: TableEntry, staged, key: list[str] | None, schema: dict[str, str], F):
-    """``staged`` plus ``__old``: the id the row had in the previous version if it is unchanged
-    there (a row with the same key and null-safely equal values in every column), else NULL.
-
-    None when rows cannot be matched (no key, another key or schema than before, or the old
-    data is gone): then every row is new.  Keys are unique in both versions, so a row
-    matches at most one old row.
-    """
-    old_path = catalog.directory / previous.path
-    if not key or previous.key != key or previous.schema != schema or not old_path.exists():
-        return None
-    columns = list(schema)
-    old = staged.sparkSession.read.parquet(str(old_path)).select(
-        *[quoted(c).alias(f"__o{i}") for i, c in enumerate(columns)], F.col(ID_COLUMN).alias("__old")
-    )
-    same_row = reduce(operator.and_, [quoted(c).eqNullSafe(F.col(f"__o{i}")) for i, c in enumerate(columns)])
-    return staged.join(old, same_row, "left").select(*map(quoted, staged.columns), "__old")
-
-
-def with_positions(ordered, name: str, start: int = 0):
-    """``(ordered plus column name, cached, rows)``: each row's position in ``ordered``,
-    densely from ``start``, and the number of rows.
-
-    A sorted frame is range-partitioned in order, so a row's position is the sizes of the
-    partitions before it plus its index inside its own: what ``RDD.zipWithIndex`` does, kept
-    in the JVM and distributed.  The rows are cached so that both passes (sizes, then rows)
-    see the same partitions; unpersist ``cached`` once the result is written.
-    """
-    from pyspark.sql import functions as F
-
-    columns = [quoted(c) for c in ordered.columns]
-    cached = ordered.select(
-        *columns,
-        F.spark_partition_id().alias("__part"),
-        F.monotonically_increasing_id().alias("__mono"),
-    ).persist()
-    sizes = dict(cached.groupBy("__part").count().collect())
-    offsets, running = {}, start
-    for part in sorted(sizes):
-        offsets[part] = running
-        running += sizes[part]
-    if not offsets:
-        return cached.select(*columns, F.lit(start).cast("long").alias(name)), cached, 0
-    offset_map = F.create_map(*[item for p, o in offsets.items() for item in (F.lit(p), F.lit(o).cast("long"))])
-    position = F.element_at(offset_map, F.col("__part")) + (
-        F.col("__mono") - F.shiftleft(F.col("__part").cast("long"), 33)
-    )
-    return cached.select(*columns, position.alias(name)), cached, running - start

@@ -1,20 +1,26 @@
 """Leftovers of writes that were killed (SIGKILL, power loss): removed by the next command.
 
-Every write in a catalog goes to a temporary name that carries the writer's process id and
-is renamed into place (or recorded in metadata) only when complete, so a killed write leaves
-the previous state intact plus some garbage.  ``sweep`` deletes the garbage of writers that
-are no longer running; a live writer's files are never touched, so two processes may share
-a catalog.  Temporary names (``<pid>`` is the writer's process id)::
+Every write in a catalog goes to a temporary name that carries the writer (``<writer>``:
+``w<host>_<pid>``, the host name's letters and digits and the process id) and is renamed
+into place (or recorded in metadata) only when complete, so a killed write leaves the
+previous state intact plus some garbage.  ``sweep`` deletes the garbage of writers that are
+no longer running: on this host, a process that is gone; on another host, whose processes
+cannot be asked, a temporary older than ``FOREIGN_AGE`` (a day).  A live writer's files are
+never touched, so processes on any number of hosts may share a catalog.  Temporary names
+(names written before writers carried their host have ``<pid>`` alone, taken as this host's)::
 
-    tables/.tmp-<name>-<pid>-<ns>/            a registration's data before the rename
-    indexes/.tmp-<index>-<pid>-<ns>/          a key index before the rename
-    .catalog-<pid>-*.json                     catalog.json before the rename
-    results/<name>/<stamp>-p<pid>/            a save's data before result.json names it
-    results/<name>/.result-<pid>-*.json       result.json before the rename
-    tables/.dropped-<name>-<pid>-<ns>/        what a table drop renamed away (the drop is done)
+    tables/.tmp-<name>-<writer>-<ns>/         a registration's data before the rename
+    tables/<name>-v<k>.parquet/_writer        data renamed into place: removed while no catalog
+                                              version names it and its writer is gone
+    indexes/.tmp-<index>-<writer>-<ns>/       a key index before the rename
+    log/.tmp-<version>-<writer>-<ns>/         a catalog commit before its exclusive rename
+    .catalog-<writer>-*.json                  catalog.json before the rename
+    results/<name>/<stamp>-p<writer>/         a save's data before result.json names it
+    results/<name>/.result-<writer>-*.json    result.json before the rename
+    tables/.dropped-<name>-<writer>-<ns>/     what a table drop renamed away (the drop is done)
     results/.dropped-<name>-<ns>/             what a result drop renamed away
-    samples/.tmp-<name>-<pid>-<ns>/           a table sample before the rename
-    views/.<name>-<pid>-*.tmp, udfs/...       a view's or UDF's JSON before the rename
+    samples/.tmp-<name>-<writer>-<ns>/        a table sample before the rename
+    views/.<name>-<writer>-*.tmp, udfs/...    a view's or UDF's JSON before the rename
 
 On an object store, which has no rename (``dltrace.storage``), directories are written at
 their final names and metadata in one upload: nothing temporary is left there but the data of
@@ -27,13 +33,28 @@ import json
 import os
 import posixpath
 import re
+import socket
 import time
 from collections.abc import Callable
 
 from dltrace.storage import Location
 
-PID = re.compile(r"-p?(\d+)-")  # the writer's pid in a temporary name
+HOST = re.sub(r"[^A-Za-z0-9]", "", socket.gethostname())[:40] or "host"
+WRITER = re.compile(r"-p?w([A-Za-z0-9]+)_(\d+)(?=[-.]|$)")  # the writer in a temporary name
+PID = re.compile(r"-p?(\d+)-")  # a writer's pid alone: names written before writers carried their host
 STAMP_PID = re.compile(r"-p(\d+)$")
+WRITER_FILE = "_writer"  # names the writer inside data renamed into place before its commit
+FOREIGN_AGE = 24 * 3600  # seconds after which another host's temporary counts as a dead writer's
+
+
+def writer() -> str:
+    """This process as temporary names carry it: ``w<host>_<pid>``."""
+    return f"w{HOST}_{os.getpid()}"
+
+
+def temporary_name(prefix: str, suffix: str = "") -> str:
+    """``<prefix>-<writer>-<ns><suffix>``: a name no other writer (process, host) will choose."""
+    return f"{prefix}-{writer()}-{time.time_ns()}{suffix}"
 
 
 def build_once(target: Location, write: Callable[[Location], None]) -> Location:
@@ -47,7 +68,7 @@ def build_once(target: Location, write: Callable[[Location], None]) -> Location:
     if not target.atomic_rename:
         write(target)
         return target
-    tmp = target.parent / f".tmp-{target.name}-{os.getpid()}-{time.time_ns()}"
+    tmp = target.parent / temporary_name(f".tmp-{target.name}")
     tmp.parent.mkdir()
     try:
         write(tmp)
@@ -61,9 +82,9 @@ def build_once(target: Location, write: Callable[[Location], None]) -> Location:
 
 
 def write_json_atomically(target: Location, record: dict) -> None:
-    """``target`` holds ``record`` as JSON, written under a temporary name (``.<name>-<pid>-*``,
+    """``target`` holds ``record`` as JSON, written under a temporary name (``.<name>-<writer>-*``,
     swept if the writer dies) and renamed over the old file: a reader sees one or the other."""
-    target.write_atomically(json.dumps(record, indent=2), f".{target.stem}-{os.getpid()}-{time.time_ns()}.tmp")
+    target.write_atomically(json.dumps(record, indent=2), temporary_name(f".{target.stem}", ".tmp"))
 
 
 def pid_alive(pid: int) -> bool:
@@ -79,9 +100,33 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
-def _dead_writer(name: str, pattern: re.Pattern = PID) -> bool:
-    match = pattern.search(name)
-    return match is None or not pid_alive(int(match.group(1)))
+def dead_writer(path: Location, legacy: re.Pattern = PID, name: str | None = None) -> bool:
+    """Whether the writer named in temporary ``path``'s name (or ``name``) is gone: a process
+    of this host that no longer runs, or, on another host, a temporary older than
+    ``FOREIGN_AGE``; a name without a writer (``legacy``: the pid alone) is this host's."""
+    name = name or path.name
+    match = WRITER.search(name)
+    if match is None:
+        match = legacy.search(name)
+        return match is None or not pid_alive(int(match.group(1)))
+    if match.group(1) != HOST:
+        return time.time() - path.info().mtime.timestamp() > FOREIGN_AGE
+    return not pid_alive(int(match.group(2)))
+
+
+def sweep_tables(directory: Location, referenced: set[str]) -> None:
+    """Delete the table data a registration renamed into place and did not commit (it was
+    killed between the two): no catalog version names it (``referenced``: paths relative to
+    the catalog) and the writer in its ``_writer`` file is gone."""
+    for data in directory.glob("tables/*.parquet"):
+        marker = data / WRITER_FILE
+        if data.relative_to(directory) not in referenced and marker.exists():
+            try:
+                tag = marker.read_text().strip()
+            except FileNotFoundError:
+                continue  # removed meanwhile
+            if dead_writer(marker, name=f"-{tag}"):
+                data.remove()
 
 
 def sweep(directory: Location) -> None:
@@ -89,9 +134,9 @@ def sweep(directory: Location) -> None:
     if not directory.is_dir():
         return
     for pattern in (".catalog-*.json", "tables/.tmp-*", "indexes/.tmp-*", "tables/.dropped-*", "results/.dropped-*",
-                    "views/.*.tmp", "udfs/.*.tmp", "samples/.tmp-*"):
+                    "views/.*.tmp", "udfs/.*.tmp", "samples/.tmp-*", "log/.tmp-*"):
         for path in directory.glob(pattern):
-            if _dead_writer(path.name):
+            if dead_writer(path):
                 path.remove()
     kept = referenced_saves(directory / "results")
     if kept is None:
@@ -142,7 +187,7 @@ def _sweep_result(home: Location, kept: set[str]) -> None:
     """A saved result's directory: data no ``result.json`` names (nor a later save references),
     written by dead processes."""
     for tmp in home.glob(".result-*.json"):
-        if _dead_writer(tmp.name):
+        if dead_writer(tmp):
             tmp.remove()
     metadata = home / "result.json"
     try:
@@ -152,7 +197,7 @@ def _sweep_result(home: Location, kept: set[str]) -> None:
     except (OSError, ValueError, KeyError, TypeError):
         return  # a damaged result.json: reported when it is read, its data left alone
     for child in home.iterdir():
-        if child.is_dir() and child.name not in kept | {referenced} and _dead_writer(child.name, STAMP_PID):
+        if child.is_dir() and child.name not in kept | {referenced} and dead_writer(child, STAMP_PID):
             child.remove()
     if referenced is None and not home.iterdir():
         home.remove()

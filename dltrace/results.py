@@ -15,43 +15,18 @@ row (TPC-H Q11's 1,048 rows share ~32,000 ids), and is stored and searched once.
 Parquet reader recovers a row's ids with plain SQL: ``unnest(DL)``, union the ``id`` of the
 ``shared.parquet`` rows whose ``set_id`` is in ``DL_shared``.
 
-``_row`` numbers the output rows densely from 0 in the result's own order (its ORDER BY),
-so ``explain --row N`` names a row for good.  It is not stored but derived from ``_pos``,
-Spark's ``monotonically_increasing_id`` given as the rows are written (the partition in the
-bits above 33, the row within it below): ``_row`` is the rank of ``_pos``, the save records
-the first ``_row`` of each partition (``positions``, read from the files after the write),
-and a lookup by ``_row`` reads the row groups whose ``_pos`` statistics hold it.  Numbering
-densely while writing took a job of its own, which counted every partition's rows first
-(0.3 s of a 4 s save of 100,000 rows holding 4M ids).  Results saved before format 5 store
-``_row`` itself.  The forward index is SMOKE's forward rid index
-(id -> output rows) as a table: sorted by id in small row groups, a lookup of a few ids reads
-a few row groups instead of every row's DL.  It is built at save time when the saved rows
-are many and large enough for it to pay (``INDEX_MIN_ROWS``, ``INDEX_MIN_BYTES``), on
-request, or later (``build_index``).
+``result_format`` holds what ``result.json`` records, how rows are numbered and how a DL
+names upstream rows ("References"); ``staleness`` what a result was computed from and
+whether that changed; ``result_cleanup`` which earlier saves' data may go.
 
-A save writes a fresh ``<stamp>`` directory, then replaces ``result.json`` atomically, then
-deletes the data it replaced: a reader sees the old result or the new one, never a mix, and
-a failed save leaves the old one intact.  Saving a result does not change the catalog
-version, which identifies the tables' data; the result records the version it read.
-
-Pipelines (README, "Pipelines"): a query may read a saved result like a table, and the
-rows' saved DLs are their lineage, so lineage composes down to base rows.  A result records
-its inputs: the tables it read with their data versions (``tables``), the saved results it
-read with their save stamps (``results``), and every base table its lineage reaches with the
-data versions whose ids it may hold (``lineage_tables``, through the results it read).  It
-is *stale* when an input changed since: a table revised, a result saved again or dropped, or
-an input result itself stale.
-
-References: a result saved from other saved results holds, for the rows it read, not their
-lineage spelled out but their names: ``((REFERENCE_CODE + k) << 48) | _row`` for row ``_row``
-of the k-th result in ``references`` (``dltrace.ids``), beside its own base-row ids in ``DL``.
-Lineage is held once, in the step that computed it: a pipeline step over 100,000 upstream
-rows holding millions of ids writes 100,000 small numbers, not the millions again.  A row's
-whole DL is its own ids plus the whole DLs of the upstream rows it names, resolved when asked
-(``lineage_rows``, ``row_ids``, stored impact, the views queries read).  The upstream save
-they name is the one recorded in ``results`` (its stamp): saving the upstream result again,
-or dropping it, keeps that save's data while a result references it
-(``recovery.referenced_saves``), and the downstream result is stale until saved again.
+A save writes a fresh ``<stamp>`` directory (named for its writer, ``dltrace.recovery``),
+then replaces ``result.json`` atomically, then deletes the data it replaced: a reader sees
+the old result or the new one, never a mix, and a failed save leaves the old one intact.
+Saves of one result in several processes at once each land, the last to replace
+``result.json`` last; the data of a save another live process is writing is never deleted
+(its own writer, or the sweep once it is gone, deletes it when no metadata names it).
+Saving a result does not change the catalog version, which identifies the tables' data;
+the result records the version it read.
 """
 
 from __future__ import annotations
@@ -61,29 +36,40 @@ import os
 import posixpath
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 
+from dltrace import faults, staleness
 from dltrace.catalog import NAME_PATTERN, Catalog, quoted
 from dltrace.errors import BadInput, CatalogError
 from dltrace.ids import FIRST_REFERENCE_ID, ROW_BITS, ROW_MASK
-from dltrace.plain import names_read
-from dltrace.recovery import referenced_saves
+from dltrace.plain import names_read  # noqa: F401 - importable from here, as before
+from dltrace.recovery import referenced_saves, temporary_name, writer
+from dltrace.result_cleanup import remove_unreferenced, remove_unreferenced_upstream
+from dltrace.result_format import (  # noqa: F401 - importable from here, as before the split
+    DIRECTORY,
+    DL,
+    FORMAT,
+    INDEX_ID,
+    INDEX_SCHEMA,
+    METADATA,
+    PARTITION_BITS,
+    POSITION,
+    ROW,
+    SHARED_ID,
+    SHARED_REFS,
+    SHARED_SCHEMA,
+    SHARED_SET,
+    SavedResult,
+    UnknownResult,
+    lineage_ids,
+    metadata_text,
+    partition_positions,
+    rows_sql,
+)
 from dltrace.storage import Location, location
 from dltrace.table_data import backquoted, read_parquet
 from dltrace.validation import check_result
 
-FORMAT = 5  # 5: _pos for _row; 4: references; 3: shared sets; 2: inputs (results, lineage_tables, stamp); 1-4 load
-ROW = "_row"
-POSITION = "_pos"  # rows.parquet's row positions from format 5 on (module docstring)
-PARTITION_BITS = 33  # monotonically_increasing_id: the partition above these bits, the row within it below
-DL = "DL"
-SHARED_REFS = "DL_shared"  # the shared sets a row's DL also holds (array<int> of their numbers)
-SHARED_SET, SHARED_ID = "set_id", "id"
-SHARED_SCHEMA = {SHARED_SET: "int", SHARED_ID: "bigint"}
-INDEX_ID = "id"
-INDEX_SCHEMA = {INDEX_ID: "bigint", ROW: "bigint"}
-DIRECTORY = "results"
-METADATA = "result.json"
 ROWS_ROW_GROUP_BYTES = 4 << 20  # small row groups: a lookup by _row reads little
 INDEX_ROW_GROUP_BYTES = 1 << 20
 # Parquet writer options of every file a save writes (rows, shared sets, forward index),
@@ -106,76 +92,6 @@ WRITE_OPTIONS: dict[str, str] = {
 INDEX_MIN_BYTES = 8 << 20
 INDEX_MIN_ROWS = 200_000
 
-
-class UnknownResult(BadInput):
-    """A saved result name that the catalog does not have."""
-
-
-@dataclass
-class SavedResult:
-    """One saved result, as stored in its ``result.json``."""
-
-    name: str
-    query: str
-    semantics: str
-    representation: str
-    catalog_version: int
-    tables: dict[str, int]  # the data version of every table the query reads
-    created_at: float
-    rows: int
-    columns: list[str]  # the query's output columns, without _row and DL
-    data: str  # rows.parquet, relative to the catalog directory
-    index: str | None  # index.parquet, or None when not built
-    schema: dict[str, str] = field(default_factory=dict)  # rows.parquet's columns and types
-    format: int = FORMAT
-    stamp: str = ""  # names this save: the data directory's name
-    results: dict[str, str] = field(default_factory=dict)  # saved results read -> their stamps
-    lineage_tables: dict[str, list[int]] = field(default_factory=dict)  # base tables in DL -> data versions
-    disjoint: bool = False  # no own id is in the DLs of two rows (queries reading it need not deduplicate)
-    shared: str | None = None  # shared.parquet, relative to the catalog directory, when sets are shared
-    shared_sets: int = 0  # how many shared sets; every row names each of them in DL_shared
-    shared_ids: int = 0  # the ids of the shared sets, each counted once
-    # saved results whose rows DL names (module docstring, "References"): name -> code; the
-    # save named is the one ``results`` records
-    references: dict[str, int] = field(default_factory=dict)
-    # format 5: [partition, its first _row] for each partition of rows.parquet with rows, which
-    # stores _pos instead of _row (module docstring); None for results saved before
-    positions: list[list[int]] | None = None
-
-    def __post_init__(self) -> None:
-        # format 1: the stamp was only in the data path, and the lineage reached just the
-        # tables the query read
-        self.stamp = self.stamp or posixpath.basename(posixpath.dirname(self.data))
-        self.lineage_tables = self.lineage_tables or {t: [v] for t, v in self.tables.items()}
-
-    @property
-    def base_versions(self) -> dict[str, int]:
-        """``{base table: data version}`` for every table the lineage reaches (through the
-        results read too), the newest version where it holds ids of several."""
-        return {table: max(versions) for table, versions in self.lineage_tables.items()}
-
-    @property
-    def query_columns(self) -> dict[str, str]:
-        """The columns a query reading this result sees: the saved query's own, not ``_row``
-        (``_pos`` from format 5 on) or ``DL``."""
-        numbering = POSITION if self.positions is not None else ROW
-        return {c: t for c, t in self.schema.items() if c not in (numbering, DL, SHARED_REFS)}
-
-    def rows_sql(self) -> list[str]:
-        """The columns of ``ResultStore.rows`` as Spark SQL over rows.parquet's columns."""
-        return rows_sql(self.positions, self.schema)
-
-    def positions_of(self, rows):
-        """The ``_pos`` (numpy int64) of the rows numbered ``rows`` (numpy int64)."""
-        import numpy as np
-
-        if self.positions is None:
-            return rows
-        if len(rows) and not (0 <= rows.min() and rows.max() < self.rows):
-            raise BadInput(f"result {self.name} has rows 0..{self.rows - 1}, not {rows.min()}..{rows.max()}")
-        partitions, firsts = np.array(self.positions, dtype=np.int64).reshape(-1, 2).T
-        owner = np.searchsorted(firsts, rows, side="right") - 1
-        return (partitions[owner] << PARTITION_BITS) + rows - firsts[owner]
 
 
 class ResultStore:
@@ -356,7 +272,7 @@ class ResultStore:
         ``shared_sets``: one-row DataFrames, each a sorted id array that every row's DL also
         holds (``frame``'s ``DL`` then has the rows' own ids only); stored once each.
         ``references``: the saved results whose rows ``frame``'s DLs name, with their codes
-        (module docstring, "References"); ``named``: their metadata when ``frame`` was
+        (``result_format``, "References"); ``named``: their metadata when ``frame`` was
         planned, which says which of their saves it names.
 
         ``index``: build the forward index (True), don't (False), or only when the saved rows
@@ -364,146 +280,72 @@ class ResultStore:
         ``INDEX_MIN_BYTES`` a scan of every DL is as fast as the index lookup plus the fetch
         of the hit rows.
         """
-        if not NAME_PATTERN.match(name):
-            raise BadInput(f"'{name}' is not a valid result name: use letters, digits and _")
-        name = name.lower()
-        if DL not in frame.columns:
-            raise BadInput("only a result with lineage can be saved: it has no DL column")
-        columns = [c for c in frame.columns if c != DL]
-        lowered = [c.lower() for c in columns]
-        for reserved in (ROW, POSITION):
-            if reserved in lowered:
-                raise BadInput(f"the result has a column named {reserved}, which saved results use for row numbers: "
-                               f"rename it")
-        repeated = sorted({c for c in columns if lowered.count(c.lower()) > 1})
-        if repeated:
-            raise BadInput(
-                f"the result has more than one column named {', '.join(repeated)}: give its columns distinct aliases"
-            )
-        from pyspark.sql import functions as F
-
-        frame = frame.withColumn(DL, lineage_ids(frame))
-        lineage_columns = [DL]
-        if shared_sets:
-            frame = frame.withColumn(SHARED_REFS, F.array(*map(F.lit, range(len(shared_sets)))).cast("array<int>"))
-            lineage_columns.append(SHARED_REFS)
-        home = self.directory / name
-        # the pid is for dltrace.recovery
-        stamp = f"{time.strftime('%Y%m%dT%H%M%S')}-{time.time_ns() % 1_000_000_000:09d}-p{os.getpid()}"
-        data_dir = home / stamp
+        name = name.lower() if NAME_PATTERN.match(name) else name
+        frame, columns = _savable(frame, name, len(shared_sets))
         named = dict(named or {})
-        for upstream in named.values():  # a save made before references has no copy of its metadata
-            kept = self.directory / upstream.name / upstream.stamp
-            if kept.exists() and not (kept / METADATA).exists():
-                (kept / METADATA).write_text(metadata_text(upstream))
+        self._keep_named(named)
+        stamp = f"{time.strftime('%Y%m%dT%H%M%S')}-{time.time_ns() % 1_000_000_000:09d}-p{writer()}"
+        data_dir = self.directory / name / stamp
         data_dir.mkdir()
         try:
-            saved = frame.selectExpr(f"monotonically_increasing_id() AS {POSITION}", *map(backquoted, columns),
-                                     *lineage_columns)
-            saved.write.options(**WRITE_OPTIONS).option("parquet.block.size", ROWS_ROW_GROUP_BYTES).parquet(
-                str(data_dir / "rows.parquet")
-            )
-            positions, rows = partition_positions(data_dir / "rows.parquet")
-            schema = {f.name: f.dataType.simpleString() for f in saved.schema.fields}
-            if index is None:
-                index = rows >= INDEX_MIN_ROWS and (data_dir / "rows.parquet").size() >= INDEX_MIN_BYTES
-            if index:
-                written = read_parquet(frame.sparkSession, data_dir / "rows.parquet", schema)
-                write_index(written.selectExpr(*rows_sql(positions, schema)), data_dir / "index.parquet")
-            shared_ids = write_shared_sets(shared_sets, data_dir / "shared.parquet") if shared_sets else 0
+            written = _write_rows(frame, data_dir, index, shared_sets)
         except BaseException:
             data_dir.remove()
             raise
+        faults.point("save.after-rows")
         relative = data_dir.relative_to(self.catalog.directory)
         inputs = self.inputs(query)
         inputs["results"].update({n: r.stamp for n, r in named.items()})  # the saves the rows name
         result = SavedResult(
-            name=name,
-            query=query,
-            semantics=semantics,
-            representation=representation,
-            catalog_version=self.catalog.version,
-            **inputs,
-            created_at=time.time(),
-            rows=rows,
-            columns=columns,
-            data=posixpath.join(relative, "rows.parquet"),
-            index=posixpath.join(relative, "index.parquet") if index else None,
-            schema=schema,
-            stamp=stamp,
-            disjoint=disjoint_rows,
+            name=name, query=query, semantics=semantics, representation=representation,
+            catalog_version=self.catalog.version, **inputs, created_at=time.time(), rows=written.rows,
+            columns=columns, data=posixpath.join(relative, "rows.parquet"),
+            index=posixpath.join(relative, "index.parquet") if written.index else None, schema=written.schema,
+            stamp=stamp, disjoint=disjoint_rows,
             shared=posixpath.join(relative, "shared.parquet") if shared_sets else None,
-            shared_sets=len(shared_sets),
-            shared_ids=shared_ids,
-            references=dict(references or {}),
-            positions=positions,
+            shared_sets=len(shared_sets), shared_ids=written.shared_ids, references=dict(references or {}),
+            positions=written.positions,
         )
-        replaced = self._read(self._metadata_file(name)) if self._metadata_file(name).exists() else None
+        self._publish(result, data_dir, named)
+        return result
+
+    def _keep_named(self, named: dict[str, SavedResult]) -> None:
+        """Give the saves ``named`` a copy of their metadata beside their data (a save made
+        before references has none), which ``recovery.referenced_saves`` reads."""
+        for upstream in named.values():
+            kept = self.directory / upstream.name / upstream.stamp
+            if kept.exists() and not (kept / METADATA).exists():
+                (kept / METADATA).write_text(metadata_text(upstream))
+
+    def _publish(self, result: SavedResult, data_dir: Location, named: dict[str, SavedResult]) -> None:
+        """Make ``result`` (its data in ``data_dir``) the saved result of its name, then delete
+        what it replaced that nothing references; nothing of it stays when the saves its rows
+        name are gone."""
+        home = self.directory / result.name
+        replaced = self._read(home / METADATA) if (home / METADATA).exists() else None
         try:
             gone = sorted(n for n, r in named.items() if not (self.directory / n / r.stamp).exists())
             if gone:
-                raise BadInput(f"result {gone[0]} was saved again or dropped while {name} was computed from it: "
-                               f"run the step again")
+                raise BadInput(f"result {gone[0]} was saved again or dropped while {result.name} was computed from "
+                               f"it: run the step again")
             (data_dir / METADATA).write_text(metadata_text(result))
         except BaseException:
             data_dir.remove()
             raise
         self._write_metadata(result)
+        faults.point("save.after-metadata")
         referenced = referenced_saves(self.directory)
-        self._remove_unreferenced(name, stamp, referenced)
+        remove_unreferenced(self.directory / result.name, result.stamp, referenced)
         if replaced is not None:
-            self._remove_unreferenced_upstream(replaced, referenced)
-        return result
+            remove_unreferenced_upstream(self.directory, replaced, referenced, self._read)
 
     def inputs(self, query: str) -> dict:
-        """What ``query`` is computed from, as ``SavedResult`` fields: the tables it reads
-        (data versions), the saved results it reads (save stamps), and the base tables its
-        lineage reaches (with every data version whose ids it may hold)."""
-        names = names_read(query)
-        tables = {t: self.catalog.entry(t).version for t in sorted(names & set(self.catalog.tables))}
-        upstream = [self.get(n) for n in sorted(names) if n not in tables and self.exists(n)]
-        lineage = {t: {v} for t, v in tables.items()}
-        for result in upstream:
-            for table, versions in result.lineage_tables.items():
-                lineage.setdefault(table, set()).update(versions)
-        return {
-            "tables": tables,
-            "results": {r.name: r.stamp for r in upstream},
-            "lineage_tables": {t: sorted(v) for t, v in sorted(lineage.items())},
-        }
+        """What ``query`` is computed from (``staleness.inputs``)."""
+        return staleness.inputs(self.catalog, lambda n: self.get(n) if self.exists(n) else None, query)
 
     def staleness(self) -> dict[str, str | None]:
-        """``{result: why it is stale, or None}``: an input changed since it was saved (a
-        table revised, an input result saved again or dropped, or itself stale)."""
-        saved = {r.name: r for r in self.list()}
-        reasons: dict[str, str | None] = {}
-
-        def reason(result: SavedResult) -> str | None:
-            if result.name not in reasons:
-                reasons[result.name] = None  # an input cycle cannot happen; guard anyway
-                reasons[result.name] = self._stale_reason(result, saved, reason)
-            return reasons[result.name]
-
-        for result in saved.values():
-            reason(result)
-        return reasons
-
-    def _stale_reason(self, result: SavedResult, saved: dict[str, SavedResult], reason) -> str | None:
-        for table, version in sorted(result.tables.items()):
-            entry = self.catalog.tables.get(table)
-            if entry is None:
-                return f"table {table} is no longer registered"
-            if entry.version != version:
-                return f"table {table} changed (v{version} -> v{entry.version})"
-        for name, stamp in sorted(result.results.items()):
-            upstream = saved.get(name)
-            if upstream is None:
-                return f"result {name} was dropped"
-            if upstream.stamp != stamp:
-                return f"result {name} was saved again"
-            if (inherited := reason(upstream)) is not None:
-                return f"through result {name}: {inherited}"
-        return None
+        """``{result: why it is stale, or None}`` (``staleness.staleness``)."""
+        return staleness.staleness(self.catalog, self.list())
 
     def upstream(self, name: str) -> list[str]:
         """The saved results ``name`` was computed through, nearest first (each once)."""
@@ -550,128 +392,71 @@ class ResultStore:
             trash.remove()
         kept = referenced_saves(self.directory)  # without the dropped result's references
         if home.exists():
-            self._remove_unreferenced(dropped.name, None, kept)
-        self._remove_unreferenced_upstream(dropped, kept)
+            remove_unreferenced(home, None, kept)
+        remove_unreferenced_upstream(self.directory, dropped, kept, self._read)
 
     def _write_metadata(self, result: SavedResult) -> None:
         (self.directory / result.name / METADATA).write_atomically(
-            metadata_text(result), f".result-{os.getpid()}-{time.time_ns()}.json"
+            metadata_text(result), temporary_name(".result", ".json")
         )
 
-    def _remove_unreferenced(self, name: str, keep: str | None, referenced: set[tuple[str, str]] | None) -> None:
-        """Delete the data of earlier saves (and of saves that failed half way) but ``keep``
-        and those a result references (``referenced``: ``recovery.referenced_saves``)."""
-        if referenced is None:
-            return  # a result's metadata is unreadable: what it names is unknown, nothing goes
-        kept = {stamp for result, stamp in referenced if result == name}
-        for child in (self.directory / name).iterdir():
-            if child.is_dir() and child.name != keep and child.name not in kept:
-                child.remove()
 
-    def _remove_unreferenced_upstream(self, replaced: SavedResult, kept: set[tuple[str, str]] | None) -> None:
-        """After ``replaced`` was saved again or dropped: the earlier saves it alone kept for
-        its references (and those they kept) are deleted."""
-        if kept is None:
-            return
-        pending = [(n, replaced.results[n]) for n in replaced.references if n in replaced.results]
-        while pending:
-            name, stamp = pending.pop()
-            data = self.directory / name / stamp
-            current = self._metadata_file(name)
-            if (name, stamp) in kept or (current.exists() and self._read(current).stamp == stamp) or not data.exists():
-                continue
-            metadata = data / METADATA
-            if metadata.exists():
-                earlier = self._read(metadata)
-                pending.extend((n, earlier.results[n]) for n in earlier.references if n in earlier.results)
-            data.remove()
-
-
-def metadata_text(result: SavedResult) -> str:
-    """``result.json``'s text; without ``positions`` for a result saved before format 5, which
-    the version that wrote it reads again."""
-    record = asdict(result)
-    if record["positions"] is None:
-        del record["positions"]
-    return json.dumps(record, indent=2)
-
-
-def lineage_ids(frame):
-    """``DL`` as sorted ids whatever the representation: saved results keep plain id arrays,
-    which the forward index and ``arrays_overlap`` read natively (roBDDs decoded once here)."""
+def _savable(frame, name: str, shared_sets: int) -> tuple:
+    """``(frame, query columns)``: ``frame`` with ``DL`` as plain id arrays and, with shared
+    sets, ``DL_shared`` naming all of them; refused when it cannot be saved."""
     from pyspark.sql import functions as F
 
-    from dltrace import udafs
-
-    kind = dict(frame.dtypes)[DL]
-    if kind == "array<bigint>":
-        return F.col(DL)
-    if kind == "binary":
-        udafs.register(frame.sparkSession)
-        return F.expr(f"dl_ids({DL})")
-    raise BadInput(f"cannot save lineage of type {kind}: DL must be an id set (array<bigint>) or an roBDD (binary)")
-
-
-def rows_sql(positions: list[list[int]] | None, schema: dict[str, str]) -> list[str]:
-    """The saved rows' columns as Spark SQL over rows.parquet's (``schema``): ``_row``, the
-    query's columns, ``DL`` and, with shared sets, ``DL_shared``.  ``_row`` is ``_pos`` less
-    its partition's offset (``_pos`` counts on from ``partition << 33``, ``_row`` from the
-    partition's first row, ``positions``); stored as it is before format 5 (``positions`` None)."""
-    if positions is None:
-        return ["*"]
-    offsets = {partition: (partition << PARTITION_BITS) - first for partition, first in positions}
-    row = POSITION
-    if set(offsets) - {0}:
-        by_partition = ", ".join(str(offsets.get(p, 0)) for p in range(max(offsets) + 1))
-        partition = f"CAST(shiftright({POSITION}, {PARTITION_BITS}) AS INT)"
-        row = f"{POSITION} - element_at(array({by_partition}), {partition} + 1)"
-    return [f"{row} AS {ROW}", *(backquoted(c) for c in schema if c != POSITION)]
+    if not NAME_PATTERN.match(name):
+        raise BadInput(f"'{name}' is not a valid result name: use letters, digits and _")
+    if DL not in frame.columns:
+        raise BadInput("only a result with lineage can be saved: it has no DL column")
+    columns = [c for c in frame.columns if c != DL]
+    lowered = [c.lower() for c in columns]
+    for reserved in (ROW, POSITION):
+        if reserved in lowered:
+            raise BadInput(f"the result has a column named {reserved}, which saved results use for row numbers: "
+                           f"rename it")
+    repeated = sorted({c for c in columns if lowered.count(c.lower()) > 1})
+    if repeated:
+        raise BadInput(
+            f"the result has more than one column named {', '.join(repeated)}: give its columns distinct aliases"
+        )
+    frame = frame.withColumn(DL, lineage_ids(frame))
+    if shared_sets:
+        frame = frame.withColumn(SHARED_REFS, F.array(*map(F.lit, range(shared_sets))).cast("array<int>"))
+    return frame, columns
 
 
-def partition_positions(path: Location) -> tuple[list[list[int]], int]:
-    """``[partition, its first _row]`` for each partition of the rows.parquet at ``path`` with
-    rows, and the number of rows, from the files' footers: each file must hold a run of
-    consecutive positions (its least and greatest ``_pos`` as many apart as it has rows), and
-    a partition's rows one run in one file, or in several that continue each other
-    (``maxRecordsPerFile``).  Anything else would number rows wrongly, so it fails."""
-    runs = [_position_run(file) for file in path.glob("*.parquet") if not file.name.startswith((".", "_"))]
-    positions, total, expected = [], 0, None
-    for first, last in sorted(run for run in runs if run is not None):
-        partition, offset = first >> PARTITION_BITS, first & ((1 << PARTITION_BITS) - 1)
-        if offset == 0:
-            positions.append([partition, total])
-        elif expected != first:
-            raise CatalogError(f"{path}: a file's rows start at position {first}, which no other file leads to; "
-                               f"save the result again")
-        total += last - first + 1
-        expected = last + 1
-    return positions, total
+@dataclass(frozen=True)
+class Written:
+    """What ``_write_rows`` wrote, for the metadata."""
+
+    positions: list[list[int]]
+    rows: int
+    schema: dict[str, str]
+    index: bool
+    shared_ids: int
 
 
-def _position_run(file: Location) -> tuple[int, int] | None:
-    """The least and greatest ``_pos`` of a rows.parquet file, None when it has no rows: from
-    its row groups' statistics (the column itself where they are missing), checked to be a
-    run of consecutive positions, one a row."""
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
-
-    with file.open() as stream:
-        parquet = pq.ParquetFile(stream)
-        metadata = parquet.metadata
-        if not metadata.num_rows:
-            return None
-        column = next(c for c in range(metadata.num_columns) if metadata.schema.column(c).path == POSITION)
-        groups = [metadata.row_group(g) for g in range(metadata.num_row_groups)]
-        stats = [g.column(column).statistics for g in groups if g.num_rows]
-        if all(st is not None and st.has_min_max for st in stats):
-            least, greatest = min(st.min for st in stats), max(st.max for st in stats)
-        else:
-            bounds = pc.min_max(parquet.read(columns=[POSITION]).column(0))
-            least, greatest = bounds["min"].as_py(), bounds["max"].as_py()
-    if greatest - least + 1 != metadata.num_rows:
-        raise CatalogError(f"{file}: its {metadata.num_rows} rows hold positions {least} to {greatest}, not one "
-                           f"each; save the result again")
-    return least, greatest
+def _write_rows(frame, data_dir: Location, index: bool | None, shared_sets: Sequence) -> Written:
+    """Write a save's files into ``data_dir``: rows.parquet, the forward index when ``index``
+    (None: when it pays) and the shared sets."""
+    columns = [c for c in frame.columns if c not in (DL, SHARED_REFS)]
+    lineage_columns = [DL, *([SHARED_REFS] if shared_sets else [])]
+    saved = frame.selectExpr(f"monotonically_increasing_id() AS {POSITION}", *map(backquoted, columns),
+                             *lineage_columns)
+    saved.write.options(**WRITE_OPTIONS).option("parquet.block.size", ROWS_ROW_GROUP_BYTES).parquet(
+        str(data_dir / "rows.parquet")
+    )
+    positions, rows = partition_positions(data_dir / "rows.parquet")
+    schema = {f.name: f.dataType.simpleString() for f in saved.schema.fields}
+    if index is None:
+        index = rows >= INDEX_MIN_ROWS and (data_dir / "rows.parquet").size() >= INDEX_MIN_BYTES
+    if index:
+        written = read_parquet(frame.sparkSession, data_dir / "rows.parquet", schema)
+        write_index(written.selectExpr(*rows_sql(positions, schema)), data_dir / "index.parquet")
+    shared_ids = write_shared_sets(shared_sets, data_dir / "shared.parquet") if shared_sets else 0
+    return Written(positions, rows, schema, bool(index), shared_ids)
 
 
 def directory_bytes(path: str | os.PathLike | Location) -> int:

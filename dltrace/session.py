@@ -9,12 +9,13 @@ from contextlib import contextmanager
 
 from dltrace import granularity, rewriter, steps
 from dltrace.broadcasts import keep_broadcasts
-from dltrace.catalog import NAME_PATTERN, Catalog, TableEntry, register
+from dltrace.catalog import NAME_PATTERN, Catalog, TableEntry
 from dltrace.deprecated import renamed_keyword
 from dltrace.engine import rewrite_over_catalog
 from dltrace.errors import BadInput, spark_error
 from dltrace.plain import names_read, plain_sql, with_spark_aliases, with_spark_names
 from dltrace.reasons import SessionUdfs
+from dltrace.registration import register
 from dltrace.results import ROW, ResultStore, SavedResult
 from dltrace.rewriter.base_table import tagged_row_ids
 from dltrace.rewriter.saved_result import LINEAGE_COLUMN

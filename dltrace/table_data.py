@@ -110,7 +110,11 @@ def check_unchanged(catalog, name: str, version: int | None = None) -> None:
     files = version_files(entry, version)
     if not files:
         return
-    again = f"register it again (`dltrace register {name} {entry.source}`)"
+    if version is None or version == entry.version:
+        again = f"register it again (`dltrace register {name} {entry.source}`)"
+    else:  # registering again makes a newer version: these rows' files are gone for good
+        again = (f"the rows of its data version v{version} are gone, so what was computed from them must be computed "
+                 f"again from the current version (v{entry.version})")
     for record in files:
         info = location(record["path"], "source").info()
         if not info.is_file:

@@ -25,8 +25,7 @@ def test_a_relative_catalog_is_absolute_before_anything_reaches_spark(tmp_path, 
 
 def test_a_file_uri_names_the_same_catalog(tmp_path) -> None:
     plain = Catalog(tmp_path / "cat")
-    plain.retired_codes.append(3)
-    plain.save()
+    plain.commit(lambda catalog: catalog.retired_codes.append(3))
     uri = Catalog(f"file://{tmp_path}/cat")
     assert str(uri.directory) == f"file://{os.path.realpath(tmp_path)}/cat"
     assert (uri.version, uri.retired_codes) == (1, [3])

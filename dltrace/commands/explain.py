@@ -37,9 +37,10 @@ def run(args: argparse.Namespace) -> int:
 def explain_rows(session, args: argparse.Namespace) -> int:
     limit = output_limit(args)
     through = session.store.upstream(args.result)
+    explained = session.explain(args.result, args.row)  # before any output: a failure prints nothing else
     if through and args.format == "table":
         print(f"row {args.row} of {args.result.lower()} was computed through saved results: {', '.join(through)}\n")
-    for table, frame in session.explain(args.result, args.row).items():
+    for table, frame in explained.items():
         if args.format == "json":
             write_json(({"table": table, **row.asDict()} for row in frame.toLocalIterator()), sys.stdout)
             continue

@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import os
 import sys
-import time
 from dataclasses import asdict
 
 from dltrace.catalog import Catalog, TableEntry
@@ -24,6 +22,7 @@ from dltrace.commands.common import Parents, open_session
 from dltrace.errors import BadInput
 from dltrace.formatting import write_json, write_table
 from dltrace.ids import make_id
+from dltrace.recovery import temporary_name
 
 
 def add_parser(commands, parents: Parents) -> None:
@@ -57,10 +56,8 @@ def drop_table(catalog: Catalog, name: str, force: bool = False) -> TableEntry:
     if users and not force:
         raise BadInput(f"saved results {', '.join(users)} read table {name}: drop them first "
                        f"(`dltrace results drop NAME`), or drop the table with --force (their lineage keeps its ids)")
-    del catalog.tables[name]
-    catalog.retired_codes.append(entry.code)
-    catalog.save()
-    trash = catalog.directory / "tables" / f".dropped-{name}-{os.getpid()}-{time.time_ns()}"
+    entry = catalog.remove(name)
+    trash = catalog.directory / "tables" / temporary_name(f".dropped-{name}")
     data = [catalog.directory / path for path in entry.version_paths().values()]
     for path in [*data, *(catalog.directory / "indexes").glob(f"{name}-v*-key-*.parquet")]:
         if not path.atomic_rename:
