@@ -8,10 +8,20 @@ import sys
 from pathlib import Path
 
 from dltrace.errors import BadInput, DltraceError, spark_error, unexpected_error
-from dltrace.formatting import DL, DL_VALUES, output_limit, row_dicts, table_footer, write_csv, write_json, write_table
+from dltrace.formatting import (
+    DL,
+    DL_VALUES,
+    check_distinct_columns,
+    output_limit,
+    row_dicts,
+    table_footer,
+    write_csv,
+    write_json,
+    write_table,
+)
 from dltrace.granularity import GranuleDecoder, split_lineage_on
 from dltrace.impact.commands import COMMANDS, add_parsers, run_command, save_for_sql
-from dltrace.pipeline import Outcome, Statement, run_statement, split_statements
+from dltrace.pipeline import Outcome, Statement, check_result_name, run_statement, split_statements
 from dltrace.rewriter.representation import REPRESENTATIONS
 from dltrace.tables import add_parser as add_tables_parser
 from dltrace.tables import id_range, run_tables
@@ -188,6 +198,7 @@ def run(args: argparse.Namespace) -> int:
     # bad options fail before Spark starts
     if args.save:
         check_savable(lineage_on)
+        check_result_name(args.save)
     limit = output_limit(args)
     if lineage_on is None and is_create(query):
         if args.save:
@@ -212,6 +223,7 @@ def print_rows(session, frame, args: argparse.Namespace, limit: int | None, gran
 def write_rows(session, frame, args: argparse.Namespace, limit: int | None, granules: GranuleDecoder | None) -> None:
     """``print_rows``' work, every Spark action of it inside ``session.executing``."""
     columns = frame.columns
+    check_distinct_columns(columns)
     if args.format == "table":
         rows = table_rows(session, frame, limit + 1)
         write_table(rows[:limit], columns, session.catalog, sys.stdout, granules.describe if granules else None)
