@@ -17,7 +17,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 from dltrace import LineageSession
@@ -54,15 +54,17 @@ WINDOW_OVER_UNION_ALL = (
 
 
 @pytest.fixture(scope="module")
-def tiny(tpch: LineageSession, tmp_path_factory) -> LineageSession:
-    """TPC-H cut to a few rows per table (DuckDB over the SF 0.01 Parquet), in its own catalog."""
-    from dltrace.datasets import REGISTRATION
+def tiny(spark, tmp_path_factory) -> LineageSession:
+    """TPC-H cut to a few rows per table (DuckDB over the generated SF 0.01 Parquet, cached in
+    ./data as the ``tpch`` fixture's), in its own catalog."""
+    from dltrace.datasets import REGISTRATION, generate, table_paths
 
     directory: Path = tmp_path_factory.mktemp("tiny-tpch")
+    paths = table_paths(generate(0.01, Path(__file__).resolve().parent.parent / "data"))
     db = connect()
     for table in SLICE:
-        db.execute(f"CREATE VIEW {table} AS SELECT * FROM read_parquet('{tpch.catalog.entry(table).source}')")
-    session = LineageSession(directory / "catalog", spark=tpch.spark)
+        db.execute(f"CREATE VIEW {table} AS SELECT * FROM read_parquet('{paths[table]}')")
+    session = LineageSession(directory / "catalog", spark=spark)
     for table, query in SLICE.items():
         path = directory / f"{table}.parquet"
         db.execute(f"COPY ({query}) TO '{path}' (FORMAT parquet)")
@@ -135,7 +137,7 @@ def test_generated_queries(tiny, oracle, generated_outcomes, data) -> None:
     """Every generated valid query is traced with the plain query's rows, or refused in one line."""
     generator = Generator(HypothesisChooser(data))
     query = generator.statement()
-    data.note(query)
+    note(query)
     outcomes = generated_outcomes
     number = sum(outcomes.values())
     with session_conf(tiny.spark, {"spark.sql.shuffle.partitions": "1"}):
