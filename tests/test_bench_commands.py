@@ -1,9 +1,7 @@
 """Every benchmark command runs end to end at the smallest scale, in this process (the test
 session's Spark), so that an experiment cannot silently stop running (the Walmart bench once
 stopped with an IndexError on a query without id columns).  Figures are not checked here:
-only that each command finishes with exit status 0 and writes what it reports.  The TPC-H
-commands (``python -m tpch bench|table7|table8|space``, ``tpch/*_bench.py``) belong here too,
-each at SF 0.01 with one query."""
+only that each command finishes with exit status 0 and writes what it reports."""
 
 from __future__ import annotations
 
