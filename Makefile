@@ -27,9 +27,10 @@ test: lint
 test-fast: $(STAMP)
 	DLTRACE_NO_JVM=1 DLTRACE_FUZZ_SCALE=0.2 $(BIN)/python -m pytest -q -m "not spark and not slow"
 
-# the fuzzed front door with 20 times the cases `make test` runs
+# the fuzzed front door with 20 times the cases `make test` runs, and 5,000 generated valid
+# queries (tests/test_generated_queries.py); the counts by outcome are printed at the end
 fuzz: $(STAMP)
-	DLTRACE_FUZZ_SCALE=20 $(BIN)/python -m pytest -q tests/test_fuzz.py
+	DLTRACE_FUZZ_SCALE=20 DLTRACE_GENERATED_QUERIES=5000 $(BIN)/python -m pytest -q tests/test_fuzz.py tests/test_generated_queries.py
 
 bench: $(STAMP)
 	$(BIN)/python -m tpch bench --sf 1 --out bench-results/tpch

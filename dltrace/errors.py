@@ -53,14 +53,71 @@ class JavaMissing(DltraceError):
     """Spark needs Java 17 or newer and it is not there."""
 
 
+# Spark's SQLSTATE class XX: an internal error of Spark's (its optimizer, its plan checks),
+# never something the user's query got wrong
+INTERNAL_STATE = "XX"
+DLTRACE_BUG = "a bug in dltrace, please report it"
+
+
+def spark_message(error: Exception) -> tuple[str, str | None]:
+    """The first line of a Spark failure and its SQLSTATE: from PySpark's exception, or from
+    the Java exception inside py4j's (a failure at planning or collect time)."""
+    java = getattr(error, "java_exception", None)
+    state = None
+    if java is not None:
+        try:
+            text = str(java.getMessage())
+            state = str(java.getSqlState()) if hasattr(java, "getSqlState") else None
+        except Exception:  # noqa: BLE001 - the JVM may be gone; fall back to py4j's text
+            text = str(error)
+    else:
+        text = (getattr(error, "getMessage", None) or (lambda: str(error)))()
+        state = getattr(error, "getSqlState", lambda: None)()
+    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
+    lines = [line for line in lines if not line.startswith("An error occurred while calling")] or lines
+    first = lines[0].removeprefix(": ") if lines else type(error).__name__
+    if state is None and "SQLSTATE: " in first:
+        state = first.rsplit("SQLSTATE: ", 1)[1].split()[0]
+    return first, state
+
+
 def spark_error(error: Exception) -> DltraceError:
-    """A Spark exception as one line: analysis errors are the user's, others are failures."""
+    """A Spark exception as one line with Spark's error class: analysis errors are the user's
+    (exit 2), Spark's internal errors a dltrace bug (its lineage query), others failures."""
     from pyspark.errors import AnalysisException
 
-    text = (getattr(error, "getMessage", None) or (lambda: str(error)))()
-    first = next((line.strip() for line in str(text).splitlines() if line.strip()), type(error).__name__)
+    first, state = spark_message(error)
+    if state and state.startswith(INTERNAL_STATE):
+        return DltraceError(f"Spark failed inside its planner ({DLTRACE_BUG}, with the query; `dltrace rewrite` "
+                            f"prints the lineage query Spark was given): Spark: {first}")
     cls = BadInput if isinstance(error, AnalysisException) else DltraceError
     return cls(f"Spark: {first}")
+
+
+def lineage_query_rejected(error: Exception, lineage_sql: str) -> DltraceError:
+    """Spark refused dltrace's lineage query of a query it accepts: a dltrace bug (exit 1),
+    with the lineage query written to a file to report."""
+    import tempfile
+
+    first, _ = spark_message(error) if not isinstance(error, DltraceError) else (str(error), None)
+    with tempfile.NamedTemporaryFile("w", prefix="dltrace-lineage-query-", suffix=".sql", delete=False) as file:
+        file.write(lineage_sql + "\n")
+    return DltraceError(f"Spark rejected dltrace's lineage query of a query it runs ({DLTRACE_BUG} with the query "
+                        f"in {file.name}): {first.removeprefix('Spark: ')}")
+
+
+def jvm_alive() -> bool:
+    """Whether this process's Spark JVM still answers (py4j's gateway is there and replies)."""
+    try:
+        from pyspark import SparkContext
+
+        context = SparkContext._active_spark_context
+        if context is None or context._jvm is None:
+            return False
+        context._jvm.java.lang.System.currentTimeMillis()
+        return True
+    except Exception:  # noqa: BLE001 - any failure to reach it means it is gone
+        return False
 
 
 MEMORY_HELP = (
@@ -74,13 +131,17 @@ def unexpected_error(error: BaseException, spark_log: str | None = None, memory:
 
     Out of memory shows as ``java.lang.OutOfMemoryError`` in the error, or, when Spark's
     JVM died of it (a task that runs out of memory stops the whole local JVM), only in the
-    JVM's log (``spark_log``).  A bug in dltrace gets its traceback written to a file
+    JVM's log (``spark_log``), read only when the JVM is checked gone (``jvm_alive``).  A
+    Java exception (py4j's ``Py4JJavaError``) is a Spark failure, reported as one.  A bug
+    in dltrace gets its traceback written to a file
     named in the line, so the front door never shows a stack trace.
     """
     import traceback
 
     text = f"{type(error).__name__}: {error}"
-    jvm_gone = type(error).__module__.startswith("py4j") or isinstance(error, ConnectionError)
+    if hasattr(error, "java_exception") and "OutOfMemoryError" not in text:
+        return spark_error(error)  # a Java exception: the JVM answered, so it is alive
+    jvm_gone = (type(error).__module__.startswith("py4j") or isinstance(error, ConnectionError)) and not jvm_alive()
     logged = ""
     if jvm_gone and spark_log:
         try:

@@ -33,6 +33,27 @@ def output_limit(args: argparse.Namespace) -> int | None:
     return limit
 
 
+def check_distinct_columns(columns: list[str]) -> None:
+    """Refuse to print output columns of one name (``select *`` over a join of tables that
+    share column names): each format keys values by name, so one column's values would show
+    under the other's.  Spark's own ``Row.asDict()`` keeps the last of them, and saving
+    refuses such a result; naming them apart with ``AS`` is the fix.
+
+    >>> check_distinct_columns(["year", "origin", "year"])
+    Traceback (most recent call last):
+      ...
+    dltrace.errors.BadInput: the query outputs 2 columns named year (columns 1 and 3): name them apart with AS (e.g. t.year AS t_year) to print its rows
+    """  # noqa: E501
+    seen: dict[str, list[int]] = {}
+    for i, name in enumerate(columns, 1):
+        seen.setdefault(name.lower(), []).append(i)
+    for name, positions in seen.items():
+        if len(positions) > 1:
+            where = ", ".join(map(str, positions[:-1])) + f" and {positions[-1]}"
+            raise BadInput(f"the query outputs {len(positions)} columns named {name} (columns {where}): name them "
+                           f"apart with AS (e.g. t.{name} AS t_{name}) to print its rows")
+
+
 def plain_value(value):
     """A JSON-friendly value: dates as ISO text, decimals as numbers."""
     if isinstance(value, decimal.Decimal):

@@ -21,7 +21,8 @@ and a step replaces its old result only once the new one is complete (results.py
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
 
@@ -105,35 +106,64 @@ def _has_lineage_on(text: str) -> bool:
 
 def run_script(session, text: str, semantics: str = "control", representation: str = "set",
                on_outcome: Callable[[Outcome], None] | None = None) -> list[Outcome]:
-    """Run every statement of ``text`` in order; ``on_outcome`` sees each as it completes."""
+    """Run every statement of ``text`` in order; ``on_outcome`` sees each as it completes.
+    Every statement is checked (its kind, its names, its options) before the first runs, so
+    that a script wrong on its last line does not run and save its first steps."""
     statements = split_statements(text)
     if not statements:
         raise BadInput(f"the script has no statements: {SUPPORTED}")
+    for statement in statements:
+        with naming(statement):
+            check_statement(statement)
     outcomes = []
     for statement in statements:
-        try:
+        with naming(statement):
             outcome = run_statement(session, statement, semantics, representation)
-        except DltraceError as error:
-            raise type(error)(
-                f"statement {statement.number} (line {statement.line}, {statement.head}): {error}"
-            ) from None
         outcomes.append(outcome)
         if on_outcome is not None:
             on_outcome(outcome)
     return outcomes
 
 
-def run_statement(session, statement: Statement, semantics: str = "control", representation: str = "set") -> Outcome:
-    """Run one statement: save a step, define a view, or return a query's rows."""
+@contextmanager
+def naming(statement: Statement) -> Iterator[None]:
+    """An error of ``statement`` names it and its line."""
+    try:
+        yield
+    except DltraceError as error:
+        raise type(error)(f"statement {statement.number} (line {statement.line}, {statement.head}): {error}") from None
+
+
+def check_result_name(name: str, what: str = "result") -> None:
+    """Refuse a result or view name the catalog cannot hold, before any Spark work."""
+    from dltrace.catalog import NAME_PATTERN
+
+    if not NAME_PATTERN.match(name):
+        raise BadInput(f"'{name}' is not a valid {what} name: use letters, digits and _")
+
+
+@dataclass(frozen=True)
+class Checked:
+    """A statement checked without Spark: a query, or a CREATE of ``kind`` with its parts."""
+
+    text: str
+    lineage_on: object | None
+    kind: str = "query"  # or "TABLE", "VIEW"
+    name: str = ""
+    body: str = ""
+    temporary: bool = False
+    replace: bool = False
+    if_not_exists: bool = False
+
+
+def check_statement(statement: Statement) -> Checked:
+    """Parse ``statement`` and check what a script may hold, without Spark."""
     from dltrace.rewriter.qualify import parse_statement
 
-    started = time.perf_counter()
     text, lineage_on = split_lineage_on(statement.text, None)
     parsed = parse_statement(text)
     if isinstance(parsed, exp.Query):
-        frame = session.sql(text, semantics, representation, lineage_on=lineage_on)
-        return Outcome(statement, OutcomeKind.QUERY, frame=frame, lineage_on=lineage_on,
-                       seconds=time.perf_counter() - started)
+        return Checked(text, lineage_on)
     kind = str(parsed.args.get("kind") or "").upper() if isinstance(parsed, exp.Create) else ""
     if kind not in ("TABLE", "VIEW"):
         what = f"CREATE {kind}" if isinstance(parsed, exp.Create) else parsed.key.upper()
@@ -149,13 +179,26 @@ def run_statement(session, statement: Statement, semantics: str = "control", rep
     if options:
         raise BadInput(f"CREATE {kind} options ({options[0].sql(dialect='spark')}) are not supported: "
                        "a step is saved as a result in the catalog")
-    name, body = target.name, query.sql(dialect="spark")
-    replace = bool(parsed.args.get("replace"))
-    if kind == "VIEW":
-        session.create_view(name, body, temporary=temporary, replace=replace)
+    check_result_name(target.name, "result" if kind == "TABLE" else "view")
+    return Checked(text, None, kind, target.name, query.sql(dialect="spark"), temporary,
+                   bool(parsed.args.get("replace")), bool(parsed.args.get("exists")))
+
+
+def run_statement(session, statement: Statement, semantics: str = "control", representation: str = "set") -> Outcome:
+    """Run one statement: save a step, define a view, or return a query's rows."""
+    started = time.perf_counter()
+    checked = check_statement(statement)
+    if checked.kind == "query":
+        frame = session.sql(checked.text, semantics, representation, lineage_on=checked.lineage_on)
+        return Outcome(statement, OutcomeKind.QUERY, frame=frame, lineage_on=checked.lineage_on,
+                       seconds=time.perf_counter() - started)
+    name = checked.name
+    if checked.kind == "VIEW":
+        session.create_view(name, checked.body, temporary=checked.temporary, replace=checked.replace)
         return Outcome(statement, OutcomeKind.VIEW, name=name.lower(), seconds=time.perf_counter() - started)
-    if parsed.args.get("exists") and session.store.exists(name):
-        return Outcome(statement, OutcomeKind.TABLE, name=name.lower(), skipped=True, rows=session.store.get(name).rows)
-    saved = session.create_table(name, body, semantics, representation, replace=replace)
+    if checked.if_not_exists and session.store.exists(name):
+        return Outcome(statement, OutcomeKind.TABLE, name=name.lower(), skipped=True,
+                       rows=session.store.get(name).rows)
+    saved = session.create_table(name, checked.body, semantics, representation, replace=checked.replace)
     return Outcome(statement, OutcomeKind.TABLE, name=saved.name, rows=saved.rows,
                    seconds=time.perf_counter() - started)

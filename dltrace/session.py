@@ -12,7 +12,7 @@ from dltrace.broadcasts import keep_broadcasts
 from dltrace.catalog import NAME_PATTERN, Catalog, TableEntry
 from dltrace.deprecated import renamed_keyword
 from dltrace.engine import rewrite_over_catalog
-from dltrace.errors import BadInput, spark_error
+from dltrace.errors import BadInput, DltraceError, lineage_query_rejected, spark_error
 from dltrace.plain import names_read, plain_sql, with_spark_aliases, with_spark_names
 from dltrace.reasons import SessionUdfs
 from dltrace.registration import register
@@ -233,7 +233,7 @@ class LineageSession:
             text = self.plain(query)
         else:
             text = self.rewrite(query, semantics, representation, tag_instances, lineage_on)
-        frame = self.run(text)
+        frame = self._run_lineage(text, query) if lineage else self.run(text)
         if lineage:
             frame = with_spark_names(self, query, frame)
             self._queries[frame] = MadeBy(query, semantics, representation, lineage_on, False, None, False)
@@ -244,7 +244,8 @@ class LineageSession:
         """``query`` (views inlined) with row lineage, remembered for ``save`` and
         ``shared_lineage`` (``references``: as a saved step stores it)."""
         expression = self.lineage_expression(query, semantics, representation, id_source, references=references)
-        frame = keep_broadcasts(self.run(expression.sql(dialect="spark")), expression, self.catalog, self.run)
+        frame = keep_broadcasts(self._run_lineage(expression.sql(dialect="spark"), query), expression, self.catalog,
+                                self.run)
         frame = with_spark_names(self, query, frame)
         meta = expression.meta
         self._queries[frame] = MadeBy(query, semantics, representation, None, meta.get(rewriter.DISJOINT_ROWS, False),
@@ -295,6 +296,18 @@ class LineageSession:
             return self.spark.sql(spark_sql)
         except PySparkException as error:
             raise spark_error(error) from None
+
+    def _run_lineage(self, lineage_sql: str, query: str):
+        """``run`` of a lineage query: Spark refusing it where it accepts ``query`` itself is a
+        dltrace bug (exit 1, the lineage query kept to report), not bad input."""
+        try:
+            return self.run(lineage_sql)
+        except BadInput as error:
+            try:
+                self.run(self.plain(query))
+            except DltraceError:
+                raise error from None  # the query itself is wrong
+            raise lineage_query_rejected(error, lineage_sql) from None
 
     @renamed_keyword("repr", "representation")
     def script(
@@ -350,6 +363,9 @@ class LineageSession:
         a ``_row`` number per output row, plus a forward index (id -> rows): always (``index``
         True), never (False), or when the result is large enough for it to pay (None).
         ``query`` is needed only for a DataFrame ``sql`` did not return."""
+        if isinstance(frame, str) or not isinstance(name, str):
+            raise BadInput("save(frame, name) takes the DataFrame sql() returned, then the result's name: "
+                           "ls.save(ls.sql(query), 'name')")
         made_by = self._queries.get(frame)
         if query is None and made_by is None:
             raise BadInput("save: this DataFrame was not returned by sql() with row lineage: pass query=")

@@ -194,8 +194,30 @@ def fuzz_cases(request) -> Counter:
     return request.config.stash.setdefault(FUZZ_CASES, Counter())
 
 
+GENERATED = pytest.StashKey[Counter]()
+
+
+@pytest.fixture(scope="session")
+def generated_outcomes(request) -> Counter:
+    """Generated queries (tests/test_generated_queries.py) by outcome; printed at the end of the run."""
+    return request.config.stash.setdefault(GENERATED, Counter())
+
+
+def generated_summary(outcomes: Counter) -> str:
+    """``generated queries: N (traced and checked a, refused b (construct: n, ...), ..., failures f)``."""
+    refused = {k.removeprefix("refused: "): n for k, n in outcomes.items() if k.startswith("refused: ")}
+    constructs = " (" + ", ".join(f"{k}: {n}" for k, n in sorted(refused.items())) + ")" if refused else ""
+    parts = [f"traced and checked {outcomes['traced and checked']}", f"refused {sum(refused.values())}{constructs}",
+             f"plain query rejected by Spark {outcomes['plain query rejected by Spark']}",
+             f"failures {outcomes['failures']}"]
+    return f"generated queries: {sum(outcomes.values())} ({', '.join(parts)})"
+
+
 def pytest_terminal_summary(terminalreporter, config) -> None:
     cases = config.stash.get(FUZZ_CASES, None)
     if cases:
         parts = ", ".join(f"{door} {n}" for door, n in sorted(cases.items()))
         terminalreporter.write_line(f"fuzz: {sum(cases.values())} cases ({parts})")
+    outcomes = config.stash.get(GENERATED, None)
+    if outcomes:
+        terminalreporter.write_line(generated_summary(outcomes))

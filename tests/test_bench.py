@@ -196,6 +196,16 @@ def test_ids_mode_refuses_aggregates(tpch):
         ids_only_sql(tpch, load("q3"))
 
 
+def test_ids_mode_refuses_queries_without_id_columns(tpch):
+    """A SELECT over a UNION ALL carries its input's lineage column, no ``_dl_id`` (the Walmart
+    experiment stopped with an IndexError here)."""
+    from tpch.bench import ids_only_sql
+
+    with pytest.raises(CannotRun, match="no table's ids"):
+        ids_only_sql(tpch, "select u.c_name from (select c_name from customer union all "
+                           "select c_name from customer) u")
+
+
 def test_each_mode_runs_first_as_often_as_the_others():
     """Without a warm-up pass the first run of a query pays for reading its data: it must not
     always be the same mode's."""

@@ -141,6 +141,8 @@ def ids_only_sql(session, query: str) -> str:
     ):
         raise CannotRun("not an SPJ query: its DL is more than the joined rows' ids")
     ids = [column.copy() for column in dl.find_all(exp.Column) if column.name == "_dl_id"]
+    if not ids:  # e.g. a SELECT over a UNION ALL: its DL is the derived table's lineage column
+        raise CannotRun("its DL holds no table's ids: it reads the lineage of a derived table")
     dl.replace(ids[0].as_("__id0"))
     expression.select(*(column.as_(f"__id{i}") for i, column in enumerate(ids[1:], 1)), copy=False)
     return expression.sql(dialect="spark")

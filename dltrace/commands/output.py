@@ -5,7 +5,16 @@ from __future__ import annotations
 import argparse
 import sys
 
-from dltrace.formatting import DL, DL_VALUES, row_dicts, table_footer, write_csv, write_json, write_table
+from dltrace.formatting import (
+    DL,
+    DL_VALUES,
+    check_distinct_columns,
+    row_dicts,
+    table_footer,
+    write_csv,
+    write_json,
+    write_table,
+)
 from dltrace.granularity import GranuleDecoder
 
 
@@ -18,6 +27,7 @@ def print_rows(session, frame, args: argparse.Namespace, limit: int | None, gran
 def write_rows(session, frame, args: argparse.Namespace, limit: int | None, granules: GranuleDecoder | None) -> None:
     """``print_rows``' work, every Spark action of it inside ``session.executing``."""
     columns = frame.columns
+    check_distinct_columns(columns)
     if args.format == "table":
         rows = table_rows(session, frame, limit + 1)
         write_table(rows[:limit], columns, session.catalog, sys.stdout, granules.describe if granules else None)

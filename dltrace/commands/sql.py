@@ -11,7 +11,7 @@ from dltrace.commands.run import report_outcome
 from dltrace.errors import BadInput
 from dltrace.formatting import output_limit
 from dltrace.granularity import GranuleDecoder, split_lineage_on
-from dltrace.pipeline import Statement, run_statement
+from dltrace.pipeline import Statement, check_result_name, run_statement
 from dltrace.steps import check_savable
 
 
@@ -30,6 +30,7 @@ def run(args: argparse.Namespace) -> int:
     # bad options fail before Spark starts
     if args.save:
         check_savable(lineage_on)
+        check_result_name(args.save)
     limit = output_limit(args)
     if lineage_on is None and is_create(query):
         if args.save:

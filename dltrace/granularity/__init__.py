@@ -13,7 +13,7 @@ dictionary (``dictionary``) decodes ids back to values.
 >>> granularity = resolve(lineage_on, parse(query), PAPER_SCHEMA)
 >>> print(rewriter.rewrite(parse(query), PAPER_SCHEMA, PAPER_CODES, id_source=granularity.id_source,
 ...                        ids_ordered_by_table=False).sql("spark"))
-SELECT item.category AS category, SUM(sales.num) AS n, SORT_ARRAY(COLLECT_SET(XXHASH64('item(category)', item.category))) AS DL FROM item AS item JOIN sales AS sales ON item.i_id = sales.i_id GROUP BY item.category
+SELECT item.category AS category, SUM(sales.num) AS n, SORT_ARRAY(COLLECT_SET(IF(item._dl_id IS NULL, NULL, XXHASH64('item(category)', item.category)))) AS DL FROM item AS item JOIN sales AS sales ON item.i_id = sales.i_id GROUP BY item.category
 """  # noqa: E501
 
 from __future__ import annotations

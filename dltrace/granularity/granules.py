@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
+from dltrace.catalog import ID_COLUMN
 from dltrace.errors import BadInput, UnknownColumn
 from dltrace.granularity.clause import LineageOn
 from dltrace.rewriter.representation import call
@@ -72,7 +73,12 @@ class Granularity:
     def id_source(self, table: exp.Table) -> tuple[exp.Expression, bool] | None:
         """The rewriter's ``IdSource``: granule ids for providing tables, ∅ for the others."""
         provider = self.providers.get(table.name.lower())
-        return None if provider is None else (provider.granule_id(table.alias_or_name), False)
+        if provider is None:
+            return None
+        alias = table.alias_or_name
+        # a row an outer join pads (no row of the table: NULL ``_dl_id``) contributes no granule
+        padded = exp.column(ID_COLUMN, alias).is_(exp.null())
+        return exp.If(this=padded, true=exp.null(), false=provider.granule_id(alias)), False
 
 
 def resolve(lineage_on: LineageOn, query: exp.Expression, schemas: dict[str, dict[str, str]]) -> Granularity:

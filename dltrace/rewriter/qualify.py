@@ -98,6 +98,9 @@ def qualify_against_catalog(expression: exp.Expression, schemas: dict[str, dict[
         if table.args.get("db") or (name not in schemas and name not in cte_names):
             full = table.sql(dialect="spark").split(" AS ")[0]
             where = f" in catalog {schemas.location}" if getattr(schemas, "location", "") else ""
+            close = [] if table.args.get("db") else difflib.get_close_matches(name, [*schemas, *cte_names], n=1)
+            if close:
+                raise UnknownTable(f"table '{full}' is not registered{where} (did you mean {close[0]}?)")
             raise UnknownTable(f"table '{full}' is not registered{where}: "
                                f"run `dltrace register {table.name} PATH` first"
                                f"{', or choose the catalog with --catalog DIR' if where else ''}")

@@ -19,10 +19,14 @@ from dltrace.rewriter.context import RewriteContext, unsupported
 def semi_anti_join(expression: exp.Expression, context: RewriteContext) -> exp.Expression:
     """Replace semi and anti joins by EXISTS / NOT EXISTS conditions."""
     for select in list(expression.find_all(exp.Select)):
-        for join in list(select.args.get("joins") or []):
+        joins = list(select.args.get("joins") or [])
+        for i, join in enumerate(joins):
             kind = join.kind.upper()
             if kind not in ("SEMI", "ANTI"):
                 continue
+            if any(later.side.upper() in ("RIGHT", "FULL") for later in joins[i + 1:]):
+                # as a WHERE condition it would filter the outer join's padded rows too
+                raise unsupported(join, f"{kind} JOIN before a RIGHT or FULL JOIN")
             condition = join.args.get("on")
             if condition is None:
                 raise unsupported(join, f"{kind} JOIN without ON")

@@ -36,4 +36,9 @@ def refuse_unsupported(expression: exp.Expression, context: RewriteContext) -> e
         for kind, what in REFUSED:
             if isinstance(node, kind):
                 raise unsupported(node, what)
+        if isinstance(node, exp.Select) and node.args.get("distinct"):
+            windows = [w for e in node.expressions for w in e.find_all(exp.Window)
+                       if w.find_ancestor(exp.Select) is node]
+            if windows:  # the distinct rule's GROUP BY cannot hold a window function
+                raise unsupported(windows[0], "SELECT DISTINCT with a window function")
     return expression

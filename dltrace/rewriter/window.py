@@ -4,7 +4,7 @@ change the row's window value), as a window aggregate over the same PARTITION BY
 
 >>> from dltrace.rewriter import rewrite_sql, PAPER_SCHEMA
 >>> print(rewrite_sql("SELECT t_id, RANK() OVER (PARTITION BY s_id ORDER BY num) AS r FROM sales", PAPER_SCHEMA))
-SELECT sales.t_id AS t_id, RANK() OVER (PARTITION BY sales.s_id ORDER BY sales.num) AS r, SORT_ARRAY(COLLECT_LIST(sales._dl_id) OVER (PARTITION BY sales.s_id)) AS DL FROM sales AS sales
+SELECT sales.t_id, RANK() OVER (PARTITION BY sales.s_id ORDER BY sales.num) AS r, SORT_ARRAY(COLLECT_LIST(sales._dl_id) OVER (PARTITION BY sales.s_id)) AS DL FROM sales AS sales
 """  # noqa: E501
 
 from __future__ import annotations
@@ -19,7 +19,10 @@ def window(select: exp.Expression, context: RewriteContext) -> exp.Expression:
     if not isinstance(select, exp.Select):
         return select
     windows = [w for e in select.expressions for w in e.find_all(exp.Window) if w.find_ancestor(exp.Select) is select]
-    if not windows or context.semantics == "data":
+    if not windows:
+        return select
+    drop_redundant_aliases(select)
+    if context.semantics == "data":
         return select
     partitions: dict[str, list[exp.Expression]] = {}
     for spec in windows:
@@ -37,3 +40,17 @@ def window(select: exp.Expression, context: RewriteContext) -> exp.Expression:
     ]
     lineage.rows = (*widened, *(t for t in rows if t.shared))
     return select
+
+
+def drop_redundant_aliases(select: exp.Select) -> None:
+    """``u.k AS k`` becomes ``u.k`` (the same output name) in a SELECT with windows: over a
+    UNION ALL derived table, such an alias of a PARTITION BY column makes Spark's optimizer
+    fail (RemoveRedundantAliases: "The plan was previously resolved and now became unresolved").
+
+    >>> select = exp.maybe_parse("SELECT u.k AS k, u.v AS w, COUNT(*) OVER (PARTITION BY u.k) AS n FROM u")
+    >>> drop_redundant_aliases(select); print(select.sql())
+    SELECT u.k, u.v AS w, COUNT(*) OVER (PARTITION BY u.k) AS n FROM u
+    """
+    for item in select.expressions:
+        if isinstance(item, exp.Alias) and isinstance(item.this, exp.Column) and item.alias == item.this.name:
+            item.replace(item.this)

@@ -108,11 +108,17 @@ def literal(value, sql_type: str) -> str:
 
     >>> literal(8766.0, "date"), literal(0.05, "decimal(15,2)"), literal(3.0, "bigint"), literal("it's", "string")
     ("DATE '1994-01-01'", '0.05', '3', "'it''s'")
+
+    A timestamp reads as one, at UTC (the instant its microseconds count from the epoch):
+
+    >>> literal(1372669200000000.0, "timestamp")
+    "TIMESTAMP '2013-07-01 09:00:00+00:00'"
     """
     if sql_type == "date":
         return f"DATE '{(EPOCH + dt.timedelta(days=int(value))).isoformat()}'"
     if sql_type.startswith("timestamp"):
-        return f"timestamp_micros({int(value)})"
+        moment = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(microseconds=int(value))
+        return f"TIMESTAMP '{moment.isoformat(sep=' ')}'"
     if sql_type.startswith("decimal"):
         scale = int(sql_type.rstrip(")").split(",")[1]) if "," in sql_type else 0
         return f"{value:.{scale}f}"

@@ -1,0 +1,63 @@
+"""Errors that tell the truth: a Spark failure with Spark's error class and first line, a dead
+JVM only when it is dead, a lineage query Spark rejects as a dltrace bug, ``save`` checking
+what it is given.  All against a real Spark JVM."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from py4j.protocol import Py4JJavaError
+
+from dltrace.errors import BadInput, DltraceError, jvm_alive, spark_error, unexpected_error
+
+
+def java_error(spark, exception) -> Py4JJavaError:
+    """py4j's error for a real Java exception object, as a failing call would raise it."""
+    return Py4JJavaError("An error occurred while calling o1.collectToPython.\n", exception)
+
+
+def test_java_exception_is_a_spark_failure_not_a_dead_jvm(spark, tmp_path):
+    """A Java exception comes from a JVM that answered: never "stopped unexpectedly", never
+    out of memory, whatever an old log holds."""
+    with pytest.raises(Py4JJavaError) as raised:
+        spark._jvm.java.util.ArrayList().get(5)
+    log = tmp_path / "spark.log"
+    log.write_text("java.lang.OutOfMemoryError: Java heap space (an earlier run)\n")
+    error = unexpected_error(raised.value, str(log))
+    assert jvm_alive()
+    assert str(error).startswith("Spark: ") and "Index 5 out of bounds" in str(error)
+    assert "JVM" not in str(error) and "memory" not in str(error) and error.exit_code == 1
+
+
+def test_spark_internal_error_is_a_dltrace_bug_with_its_class(spark):
+    """Spark's internal errors (SQLSTATE XX...) are reported as a dltrace bug, with Spark's class."""
+    exception = spark._jvm.org.apache.spark.SparkException.internalError("plan became unresolved")
+    error = spark_error(java_error(spark, exception))
+    assert "[INTERNAL_ERROR]" in str(error) and "a bug in dltrace" in str(error) and "dltrace rewrite" in str(error)
+    assert not isinstance(error, BadInput) and error.exit_code == 1
+
+
+def test_analysis_error_keeps_its_class(paper):
+    with pytest.raises(BadInput, match=r"^Spark: \[UNRESOLVED_COLUMN"):
+        paper.run("select nope from store")
+
+
+def test_lineage_query_rejected_is_a_bug_with_the_query(paper):
+    """Spark refusing a lineage query of a query it runs is dltrace's fault: exit 1 and the
+    lineage query in a file to report; a query Spark refuses itself stays bad input."""
+    lineage_sql = "select s_name, nope as DL from store"
+    with pytest.raises(DltraceError) as raised:
+        paper._run_lineage(lineage_sql, "select s_name from store")
+    assert raised.value.exit_code == 1 and "a bug in dltrace" in str(raised.value)
+    path = re.search(r"/\S+\.sql", str(raised.value)).group()
+    assert Path(path).read_text().strip() == lineage_sql
+    with pytest.raises(BadInput):
+        paper._run_lineage(lineage_sql, "select nope from store")
+
+
+def test_save_says_what_it_takes(paper):
+    query = "select s_name from store"
+    with pytest.raises(BadInput, match=r"save\(frame, name\) takes the DataFrame sql\(\) returned"):
+        paper.save("q14", query)
