@@ -171,6 +171,13 @@ def one_row_per_group(term: Term, unique: bool) -> Term:
     return replace(term, sql=call("first", term.sql, exp.true()), unique=unique)
 
 
+def grouping_columns(group: exp.Group) -> set[tuple[str, str]]:
+    """The columns every group of ``group`` holds one value of: its plain GROUP BY columns,
+    not a column inside an expression (``GROUP BY n_nationkey % 7`` merges keys) nor one of
+    ROLLUP, CUBE or GROUPING SETS (their subtotals merge them)."""
+    return {(c.table, c.name.lower()) for c in group.expressions if isinstance(c, exp.Column)}
+
+
 def grouped_by_key(select: exp.Select, table_keys: dict[str, list[str]]) -> frozenset[str]:
     """Aliases of tables read once in FROM whose declared key is among the GROUP BY
     columns: every row of a group holds the same row of each (whether two groups may hold
@@ -180,7 +187,7 @@ def grouped_by_key(select: exp.Select, table_keys: dict[str, list[str]]) -> froz
         return frozenset()
     tables = [source for source in sources(select) if isinstance(source, exp.Table)]
     names = [t.name.lower() for t in tables]
-    grouped = {(c.table, c.name.lower()) for c in group.find_all(exp.Column)}
+    grouped = grouping_columns(group)
     return frozenset(
         table.alias_or_name
         for table, name in zip(tables, names)
@@ -196,7 +203,7 @@ def grouped_by_row_id(select: exp.Select, context: RewriteContext) -> frozenset[
     group = select.args.get("group")
     if group is None:
         return frozenset()
-    grouped = {(c.table, c.name.lower()) for c in group.find_all(exp.Column)}
+    grouped = grouping_columns(group)
     return frozenset(
         source.alias_or_name
         for source in sources(select)
