@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from dltrace import granularity, rewriter, steps
 from dltrace.broadcasts import keep_broadcasts
 from dltrace.catalog import NAME_PATTERN, Catalog, TableEntry
+from dltrace.dataframe import DataFrameFront, is_connect_frame
 from dltrace.deprecated import renamed_keyword
 from dltrace.engine import rewrite_over_catalog
 from dltrace.errors import BadInput, DltraceError, lineage_query_rejected, spark_error
@@ -50,12 +51,36 @@ class LineageSession:
         self.temporary_views: dict[str, str] = {}  # CREATE TEMP VIEW: name -> query, for this session
         self._udfs = SessionUdfs(self.catalog.directory)  # reason-capable UDFs (dltrace/reasons.py)
         self._spark_views: SparkViews | None = None  # made with Spark, which starts on first use
+        self._dataframes = DataFrameFront(self)  # DataFrame programs: dltrace/dataframe
 
     @property
     def spark(self):
         if self._spark is None:
             self._spark = get_spark(self._master)
         return self._spark
+
+    # DataFrame programs (README, "PySpark DataFrame pipelines"): dltrace/dataframe.
+
+    @property
+    def frames(self):
+        """The Spark Connect session to build DataFrames in: ``frames.table(name)`` reads a
+        registered table, saved result or view (its columns, no lineage).  When it comes
+        before any other use of Spark, dltrace starts Spark in Connect mode for it."""
+        if self._spark is None:
+            self._spark = get_spark(self._master, connect=True)
+        return self._dataframes.spark
+
+    @renamed_keyword("repr", "representation")
+    def trace(self, frame, semantics: str = "control", representation: str = "set",
+              lineage_on: granularity.LineageOnArgument = None):
+        """``frame`` (a DataFrame built in ``frames``) with lineage: its rows plus ``DL``, as
+        ``sql`` gives them for the same query written in SQL (its plan is translated to that
+        query).  ``save`` takes the result, as it takes one of ``sql``."""
+        return self.sql(self._dataframes.sql(frame), semantics, representation, lineage_on=lineage_on)
+
+    def dataframe_sql(self, frame) -> str:
+        """The SQL query a DataFrame of ``frames`` computes, as dltrace traces it."""
+        return self._dataframes.sql(frame)
 
     @property
     def spark_views(self) -> SparkViews:
@@ -362,10 +387,13 @@ class LineageSession:
         """Keep ``frame`` (a result of ``sql``) with its lineage as result ``name``: Parquet with
         a ``_row`` number per output row, plus a forward index (id -> rows): always (``index``
         True), never (False), or when the result is large enough for it to pay (None).
-        ``query`` is needed only for a DataFrame ``sql`` did not return."""
+        ``query`` is needed only for a DataFrame ``sql`` did not return; a DataFrame built in
+        ``frames`` is traced first."""
         if isinstance(frame, str) or not isinstance(name, str):
-            raise BadInput("save(frame, name) takes the DataFrame sql() returned, then the result's name: "
-                           "ls.save(ls.sql(query), 'name')")
+            raise BadInput("save(frame, name) takes the DataFrame sql() or trace() returned, then the result's "
+                           "name: ls.save(ls.sql(query), 'name')")
+        if query is None and is_connect_frame(frame) and frame not in self._queries:
+            frame = self.trace(frame, semantics or "control", representation or "set")
         made_by = self._queries.get(frame)
         if query is None and made_by is None:
             raise BadInput("save: this DataFrame was not returned by sql() with row lineage: pass query=")
@@ -385,9 +413,11 @@ class LineageSession:
                                          lambda: self.lineage_expression(query, semantics, representation).meta)
         rows, sets = self.shared_lineage(frame)  # shared sets are stored once, not in every row
         with self.executing(frame):
-            return self.store.save(rows, name, query, semantics, representation, index,
-                                   disjoint_rows=lineage.disjoint_rows(bool(sets)), shared_sets=sets,
-                                   references=lineage.references, named=lineage.named)
+            saved = self.store.save(rows, name, query, semantics, representation, index,
+                                    disjoint_rows=lineage.disjoint_rows(bool(sets)), shared_sets=sets,
+                                    references=lineage.references, named=lineage.named)
+        self._dataframes.refresh()  # the users' DataFrame session reads it by name now
+        return saved
 
     # Pipelines (dltrace/pipeline.py): steps saved as results, views, scripts.
 

@@ -88,6 +88,7 @@ MASTER_HELP = "check that the master runs (its web UI and its log show its spark
 JAVA_EXCEPTION = re.compile(r'^(?:Exception in thread "[^"]*" )?[\w$.]+(?:Exception|Error): (.+)$')
 KILLED = re.compile(r"Application has been killed\. Reason: (.+)")
 _session = None
+_server = None  # an embedded session serving Spark Connect (serve_connect)
 
 
 def jvm_log_path() -> Path:
@@ -101,9 +102,11 @@ def jvm_log_path() -> Path:
     return path
 
 
-def get_spark(master: str | None = None, conf: dict[str, str] | None = None):
+def get_spark(master: str | None = None, conf: dict[str, str] | None = None, connect: bool | None = None):
     """The process's Spark session: ``SPARK_REMOTE`` (Spark Connect), else ``master``,
-    ``SPARK_MASTER`` or embedded ``local[*]``."""
+    ``SPARK_MASTER`` or embedded ``local[*]``; with ``connect`` (default: pyspark's own
+    ``SPARK_API_MODE=connect``) the embedded JVM serves Spark Connect on 127.0.0.1 and the
+    session is its client (``serve_connect``), as DataFrame tracing needs."""
     global _session
     from pyspark.sql import SparkSession
 
@@ -119,8 +122,47 @@ def get_spark(master: str | None = None, conf: dict[str, str] | None = None):
         wait_for_connect_server(remote)
         _session = SparkSession.builder.appName("dltrace").remote(remote).getOrCreate()
         return _session
-    _session = _embedded(master or os.environ.get("SPARK_MASTER") or "local[*]", {**DEFAULT_CONF, **(conf or {})})
+    classic = _embedded(master or os.environ.get("SPARK_MASTER") or "local[*]", {**DEFAULT_CONF, **(conf or {})})
+    if connect is None:
+        connect = os.environ.get("SPARK_API_MODE", "").lower() == "connect"
+    if connect:
+        url = serve_connect(classic)
+        connect_api()
+        _session = connect_session(url)
+    else:
+        _session = classic
     return _session
+
+
+def serve_connect(classic) -> str:
+    """Start Spark Connect inside the JVM of embedded session ``classic`` (once; on
+    127.0.0.1, a free port); returns the server's URL."""
+    global _server
+    service = getattr(getattr(classic._jvm.org.apache.spark.sql.connect.service, "SparkConnectService$"), "MODULE$")
+    if not service.started():
+        conf = classic._jsc.sc().conf()  # the live conf the service reads its address from
+        conf.set("spark.connect.grpc.binding.address", "127.0.0.1")
+        conf.set("spark.connect.grpc.binding.port", "0")
+        service.start(classic._jsc.sc())
+    _server = classic  # the JVM lives as long as the process
+    return f"sc://127.0.0.1:{service.localPort()}"
+
+
+CONNECT_API = {"SPARK_CONNECT_MODE_ENABLED": "1", "SPARK_LOCAL_REMOTE": "1"}
+
+
+def connect_api() -> None:
+    """Switch this process to Spark Connect's API, as pyspark's own ``spark.api.mode=connect``
+    does: ``pyspark.sql.functions`` then build Connect columns, and a script's
+    ``SparkSession.builder.getOrCreate()`` returns the active Connect session."""
+    os.environ.update(CONNECT_API)
+
+
+def connect_session(url: str):
+    """A new Spark Connect session (temporary views of its own) on the server at ``url``."""
+    from pyspark.sql.connect.session import SparkSession
+
+    return SparkSession.builder.remote(url).create()
 
 
 # Spark's sort aggregate in place of its object hash aggregate, for a query whose groups are

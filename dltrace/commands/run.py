@@ -16,9 +16,10 @@ def add_parser(commands, parents: Parents) -> None:
     script = commands.add_parser(
         "run",
         parents=[parents.common, parents.lineage],
-        help="run a pipeline script: CREATE TABLE name AS query (saved steps), CREATE VIEW, queries",
+        help="run a pipeline: a SQL script (CREATE TABLE name AS query, CREATE VIEW, queries) or a PySpark job",
     )
-    script.add_argument("file", help="a file of ;-separated statements (- for standard input)")
+    script.add_argument("file", help="a file of ;-separated statements (- for standard input), or a PySpark "
+                                     "script (.py) whose saveAsTable writes become saved steps")
     script.add_argument("--format", choices=FORMATS, default="table", help="how its queries' rows are printed")
     script.add_argument("--limit", type=int, help="at most N rows per query (table format: 50 by default)")
     script.set_defaults(run=run)
@@ -28,10 +29,24 @@ def run(args: argparse.Namespace) -> int:
     """Each statement in order, progress on stderr, queries' rows on stdout."""
     session = open_session(args)
     path = args.file
+    if path.endswith(".py"):
+        return run_job_file(session, args)
     text = sys.stdin.read() if path == "-" else query_text("@" + path)
     output_limit(args)  # a bad --limit fails before anything runs
     total = len(split_statements(text))
     session.run_script(text, args.semantics, args.repr, on_outcome=lambda o: report_outcome(session, o, args, total))
+    return 0
+
+
+def run_job_file(session, args: argparse.Namespace) -> int:
+    """A PySpark script whose ``saveAsTable`` writes are saved steps (dltrace/dataframe/jobs.py)."""
+    from dltrace.dataframe.jobs import run_job
+
+    def report(step) -> None:
+        did = "exists, skipped" if step.skipped else f"{step.rows} rows in {step.seconds:.1f} s"
+        print(f"dltrace: line {step.line}: saved result {step.name}: {did}", file=sys.stderr, flush=True)
+
+    run_job(session, args.file, args.semantics, args.repr, on_step=report)
     return 0
 
 

@@ -1,0 +1,306 @@
+"""Spark Connect ``Expression`` messages as sqlglot expressions.
+
+A DataFrame's columns reach the client as unresolved expressions: names (``F.col("x")``,
+``df["x"]`` with the DataFrame's plan id), function calls by Spark's own function names,
+SQL strings (``F.expr``, ``selectExpr``, ``filter("...")``), literals, casts, sort orders and
+windows.  Each becomes the sqlglot node the Spark SQL parser gives the same expression, so
+that the rewriter sees a DataFrame's ``sum`` as the ``SUM`` of a query written in SQL (a
+function sqlglot does not know stays a call by name, as it would in SQL).  Names are resolved
+by the caller's ``Scope`` (``dltrace.dataframe.plan``).
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import math
+from collections.abc import Callable
+from typing import Protocol
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError, TokenError
+
+from dltrace.errors import BadInput, UnsupportedLineage
+
+# Column operators pyspark sends as function names, and the sqlglot node each one is
+BINARY = {
+    "==": exp.EQ, "!=": exp.NEQ, "<": exp.LT, "<=": exp.LTE, ">": exp.GT, ">=": exp.GTE, "<=>": exp.NullSafeEQ,
+    "and": exp.And, "or": exp.Or, "+": exp.Add, "-": exp.Sub, "*": exp.Mul, "/": exp.Div, "%": exp.Mod,
+    "&": exp.BitwiseAnd, "|": exp.BitwiseOr, "^": exp.BitwiseXor,
+}
+PREDICATES = {"isnull": exp.Is, "isnotnull": exp.Is}
+# scalar types of Connect's DataType message, as Spark SQL names them
+SIMPLE_TYPES = {
+    "null": "VOID", "binary": "BINARY", "boolean": "BOOLEAN", "byte": "TINYINT", "short": "SMALLINT",
+    "integer": "INT", "long": "BIGINT", "float": "FLOAT", "double": "DOUBLE", "string": "STRING",
+    "char": "STRING", "var_char": "STRING", "date": "DATE", "timestamp": "TIMESTAMP",
+    "timestamp_ntz": "TIMESTAMP_NTZ",
+}
+
+
+class Scope(Protocol):
+    """What a name means where an expression stands (``dltrace.dataframe.plan``)."""
+
+    def column(self, identifier: str, plan_id: int | None) -> exp.Expression: ...
+
+    def star(self, target: str | None, plan_id: int | None) -> list[exp.Expression]: ...
+
+    def resolve_sql(self, expression: exp.Expression) -> exp.Expression: ...
+
+    def python_udf(self, udf) -> str: ...
+
+
+def data_type(message) -> str:
+    """A Connect ``DataType`` as Spark SQL's type name (``DECIMAL(12,2)``, ``ARRAY<BIGINT>``)."""
+    kind = message.WhichOneof("kind")
+    if kind in SIMPLE_TYPES:
+        return SIMPLE_TYPES[kind]
+    if kind == "decimal":
+        precision = message.decimal.precision if message.decimal.HasField("precision") else 10
+        return f"DECIMAL({precision},{message.decimal.scale if message.decimal.HasField('scale') else 0})"
+    if kind == "array":
+        return f"ARRAY<{data_type(message.array.element_type)}>"
+    if kind == "map":
+        return f"MAP<{data_type(message.map.key_type)}, {data_type(message.map.value_type)}>"
+    if kind == "struct":
+        fields = ", ".join(f"`{f.name}`: {data_type(f.data_type)}" for f in message.struct.fields)
+        return f"STRUCT<{fields}>"
+    if kind == "unparsed":
+        return message.unparsed.data_type_string
+    raise UnsupportedLineage(f"DataFrame: a value of type {kind} has no Spark SQL form dltrace can trace")
+
+
+def cast_to(value: exp.Expression, type_name: str) -> exp.Expression:
+    return exp.Cast(this=value, to=exp.DataType.build(type_name, dialect="spark"))
+
+
+def literal(message) -> exp.Expression:
+    """A Connect literal, typed as Spark types it: ``F.lit(0.05)`` is a DOUBLE, where the SQL
+    text ``0.05`` would be a DECIMAL."""
+    kind = message.WhichOneof("literal_type")
+    value = getattr(message, kind) if kind else None
+    if kind in (None, "null"):
+        return exp.Null() if kind is None or message.null.WhichOneof("kind") in (None, "null") else \
+            cast_to(exp.Null(), data_type(message.null))
+    if kind == "boolean":
+        return exp.Boolean(this=value)
+    if kind == "string":
+        return exp.Literal.string(value)
+    if kind == "integer":
+        return exp.Literal.number(value)
+    if kind in ("byte", "short", "long"):
+        return cast_to(exp.Literal.number(value), SIMPLE_TYPES[kind])
+    if kind in ("float", "double"):
+        if math.isnan(value) or math.isinf(value):
+            return cast_to(exp.Literal.string(str(value)), SIMPLE_TYPES[kind])
+        return cast_to(exp.Literal.number(repr(value)), SIMPLE_TYPES[kind])
+    if kind == "decimal":
+        text = value.value
+        precision = value.precision if value.HasField("precision") else len(decimal.Decimal(text).as_tuple().digits)
+        scale = value.scale if value.HasField("scale") else max(0, -decimal.Decimal(text).as_tuple().exponent)
+        return cast_to(exp.Literal.string(text), f"DECIMAL({max(precision, scale)},{scale})")
+    if kind == "date":
+        day = datetime.date(1970, 1, 1) + datetime.timedelta(days=value)
+        return cast_to(exp.Literal.string(day.isoformat()), "DATE")
+    if kind in ("timestamp", "timestamp_ntz"):
+        function = "TIMESTAMP_MICROS" if kind == "timestamp" else None
+        if function:
+            return exp.Anonymous(this=function, expressions=[exp.Literal.number(value)])
+        moment = datetime.datetime(1970, 1, 1) + datetime.timedelta(microseconds=value)
+        return cast_to(exp.Literal.string(moment.isoformat(sep=" ")), "TIMESTAMP_NTZ")
+    if kind == "array":
+        return exp.Array(expressions=[literal(element) for element in value.elements])
+    raise UnsupportedLineage(f"DataFrame: a literal of type {kind} is not supported by dltrace")
+
+
+def split_identifier(text: str) -> list[str]:
+    """``a.b``, ``` `a.b`.c ```: the parts of a Spark column name (back-quotes protect dots)."""
+    parts, current, quoted, i = [], [], False, 0
+    while i < len(text):
+        char = text[i]
+        if char == "`":
+            if quoted and text[i + 1:i + 2] == "`":
+                current.append("`")
+                i += 1
+            else:
+                quoted = not quoted
+        elif char == "." and not quoted:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(char)
+        i += 1
+    parts.append("".join(current))
+    return parts
+
+
+class ExpressionTranslator:
+    """Connect expressions to sqlglot, names resolved in ``scope``."""
+
+    def __init__(self, scope: Scope) -> None:
+        self.scope = scope
+        self.lambda_names: set[str] = set()
+
+    def __call__(self, message) -> exp.Expression:
+        kind = message.WhichOneof("expr_type")
+        handler: Callable | None = getattr(self, f"_{kind}", None)
+        if handler is None:
+            raise UnsupportedLineage(f"DataFrame: expressions of kind {kind} are not supported by dltrace")
+        return handler(getattr(message, kind))
+
+    def many(self, messages) -> list[exp.Expression]:
+        return [self(m) for m in messages]
+
+    def _literal(self, message) -> exp.Expression:
+        return literal(message)
+
+    def _unresolved_attribute(self, message) -> exp.Expression:
+        plan_id = message.plan_id if message.HasField("plan_id") else None
+        name = message.unparsed_identifier
+        if name in self.lambda_names:
+            return exp.to_identifier(name)
+        return self.scope.column(name, plan_id)
+
+    def _unresolved_star(self, message) -> exp.Expression:
+        raise BadInput("DataFrame: '*' is allowed only in a select list or a function call such as count('*')")
+
+    def _alias(self, message) -> exp.Expression:
+        # an alias inside an expression (not at the top of a select list) only names it
+        return self(message.expr)
+
+    def _cast(self, message) -> exp.Expression:
+        target = data_type(message.type) if message.HasField("type") else message.type_str
+        kind = {0: exp.Cast, 1: exp.Cast, 2: exp.Cast, 3: exp.TryCast}.get(message.eval_mode, exp.Cast)
+        return kind(this=self(message.expr), to=exp.DataType.build(target, dialect="spark"))
+
+    def _expression_string(self, message) -> exp.Expression:
+        parsed = parse_expression(message.expression)
+        return self.scope.resolve_sql(parsed)
+
+    def _sort_order(self, message) -> exp.Expression:
+        descending = message.direction == 2  # SORT_DIRECTION_DESCENDING
+        nulls_first = message.null_ordering == 1 if message.null_ordering else not descending
+        return exp.Ordered(this=self(message.child), desc=descending, nulls_first=nulls_first)
+
+    def _window(self, message) -> exp.Expression:
+        spec: dict = {}
+        if message.partition_spec:
+            spec["partition_by"] = self.many(message.partition_spec)
+        if message.order_spec:
+            spec["order"] = exp.Order(expressions=[self._sort_order(o) for o in message.order_spec])
+        if message.HasField("frame_spec"):
+            spec["spec"] = self._frame(message.frame_spec)
+        return exp.Window(this=self(message.window_function), **spec)
+
+    def _frame(self, frame) -> exp.WindowSpec:
+        def boundary(b) -> tuple[str, str]:
+            which = b.WhichOneof("boundary")
+            if which == "current_row":
+                return "CURRENT ROW", ""
+            if which == "unbounded":
+                return "UNBOUNDED", ""
+            value = self(b.value)
+            number = int(value.name) if isinstance(value, exp.Literal) else None
+            if number == 0:
+                return "CURRENT ROW", ""
+            if number is None:
+                return value.sql(dialect="spark"), "PRECEDING"
+            return str(abs(number)), "PRECEDING" if number < 0 else "FOLLOWING"
+
+        start, start_side = boundary(frame.lower)
+        end, end_side = boundary(frame.upper)
+        if start == "UNBOUNDED":
+            start_side = "PRECEDING"
+        if end == "UNBOUNDED":
+            end_side = "FOLLOWING"
+        return exp.WindowSpec(kind="ROWS" if frame.frame_type == 1 else "RANGE", start=start,
+                              start_side=start_side or None, end=end, end_side=end_side or None)
+
+    def _unresolved_extract_value(self, message) -> exp.Expression:
+        child, key = self(message.child), self(message.extraction)
+        if isinstance(key, exp.Literal) and key.is_string:
+            return exp.Dot(this=child, expression=exp.to_identifier(key.name))
+        return exp.Bracket(this=child, expressions=[key])
+
+    def _unresolved_function(self, message) -> exp.Expression:
+        return self.function(message.function_name, list(message.arguments), message.is_distinct)
+
+    def _call_function(self, message) -> exp.Expression:
+        return self.function(message.function_name, list(message.arguments), False)
+
+    def _lambda_function(self, message) -> exp.Expression:
+        names = [v.name_parts[-1] for v in message.arguments]
+        self.lambda_names.update(names)
+        body = self(message.function)
+        return exp.Lambda(this=body, expressions=[exp.to_identifier(n) for n in names])
+
+    def _unresolved_named_lambda_variable(self, message) -> exp.Expression:
+        return exp.to_identifier(message.name_parts[-1])
+
+    def _common_inline_user_defined_function(self, message) -> exp.Expression:
+        if not message.HasField("python_udf"):
+            raise UnsupportedLineage(f"DataFrame: user-defined function {message.function_name} is not a Python "
+                                     f"UDF: dltrace traces Python and pandas UDFs only")
+        name = self.scope.python_udf(message)
+        return exp.Anonymous(this=name, expressions=self.many(message.arguments))
+
+    def function(self, name: str, arguments: list, distinct: bool) -> exp.Expression:
+        """A call of Spark function ``name`` (or a Column operator pyspark sends as one)."""
+        lowered = name.lower()
+        if lowered in BINARY and len(arguments) == 2:
+            left, right = self.many(arguments)
+            return BINARY[lowered](this=wrap(left), expression=wrap(right))
+        if lowered in ("isnull", "isnotnull") and len(arguments) == 1:
+            test = exp.Is(this=wrap(self(arguments[0])), expression=exp.Null())
+            return test if lowered == "isnull" else exp.Not(this=test)
+        if lowered in ("not", "!"):
+            return exp.Not(this=wrap(self(arguments[0])))
+        if lowered == "negative":
+            return exp.Neg(this=wrap(self(arguments[0])))
+        if lowered == "in":
+            first, *rest = self.many(arguments)
+            return exp.In(this=wrap(first), expressions=rest)
+        if lowered == "when":  # when(c1, v1, c2, v2, ..., [otherwise])
+            values = self.many(arguments)
+            ifs = [exp.If(this=values[i], true=values[i + 1]) for i in range(0, len(values) - 1, 2)]
+            return exp.Case(ifs=ifs, default=values[-1] if len(values) % 2 else None)
+        if lowered in ("like", "rlike", "ilike") and len(arguments) == 2:
+            left, right = self.many(arguments)
+            node = {"like": exp.Like, "rlike": exp.RegexpLike, "ilike": exp.ILike}[lowered]
+            return node(this=left, expression=right)
+        if lowered in ("startswith", "endswith", "contains"):
+            left, right = self.many(arguments)
+            return exp.Anonymous(this=lowered, expressions=[left, right])
+        if lowered == "count" and len(arguments) == 1 and arguments[0].WhichOneof("expr_type") == "unresolved_star":
+            return exp.Count(this=exp.Star())
+        args = self.many(arguments)
+        if distinct:
+            args = [exp.Distinct(expressions=args)]
+        return build_function(name, args)
+
+
+def parse_expression(text: str) -> exp.Expression:
+    """One Spark SQL expression (``F.expr``, ``selectExpr``, ``filter("...")``), or one line."""
+    try:
+        return sqlglot.parse_one(text, read="spark")
+    except (ParseError, TokenError) as error:
+        raise BadInput(f"DataFrame: the SQL expression {text!r} does not parse: {str(error).splitlines()[0]}") from None
+
+
+def build_function(name: str, args: list[exp.Expression]) -> exp.Expression:
+    """The node the Spark SQL parser makes of ``name(args)``: ``SUM`` for sum, ``Anonymous``
+    for a function (or a registered UDF) sqlglot does not know."""
+    text = exp.Anonymous(this=name, expressions=args).sql(dialect="spark")
+    try:
+        node = parse_expression(text)
+    except BadInput:
+        return exp.Anonymous(this=name, expressions=args)
+    return node
+
+
+def wrap(node: exp.Expression) -> exp.Expression:
+    """``node`` as an operand: parenthesized where precedence could change its meaning."""
+    if isinstance(node, (exp.Binary, exp.Not, exp.Neg, exp.Is, exp.In, exp.Between, exp.Like)):
+        return exp.Paren(this=node)
+    return node

@@ -1,0 +1,609 @@
+"""A DataFrame's Spark Connect plan as one SQL query for the rewriter.
+
+The client of Spark Connect holds a DataFrame's plan as a tree of ``Relation`` messages
+(``df._plan.to_proto(client).root``, the message it sends the server), with unresolved
+names.  Each relation becomes a SELECT over its input as a derived table, so that a
+DataFrame program reaches the rewriter as the query a person would write in SQL with
+subqueries in FROM, and gets the lineage of that query: one set of rules, one semantics.
+
+Names are resolved here, as Spark's analyzer would: a column is found by its name (Spark's,
+case-insensitive) or, for ``df["x"]``, by the plan id of the DataFrame it was taken from
+(which survives the operators that pass it through unchanged); ``F.col("a.x")`` by an alias
+or a table name.  A column Spark names itself (``sum(x)``) is named when something refers to
+it, by asking Spark for the schema of the relation that made it (``Catalog.schema_of``).
+
+An operator without exact lineage (``sample``, ``mapInPandas``, local rows, ...) is refused
+with ``UnsupportedLineage`` naming it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from itertools import count
+
+from sqlglot import exp
+
+from dltrace.dataframe.expressions import ExpressionTranslator, cast_to, literal, split_identifier
+from dltrace.errors import BadInput, UnknownColumn, UnknownTable, UnsupportedLineage
+
+SIMPLE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+RESERVED = re.compile(r"_*dl", re.IGNORECASE)  # the rewriter's own columns: _dl_id, __dl0, DL
+JOINS = {  # Join.JoinType: (side, kind) of sqlglot's Join
+    0: ("", "INNER"), 1: ("", "INNER"), 2: ("FULL", "OUTER"), 3: ("LEFT", "OUTER"), 4: ("RIGHT", "OUTER"),
+    5: ("LEFT", "ANTI"), 6: ("LEFT", "SEMI"), 7: ("", "CROSS"),
+}
+# relations without exact lineage, and the DataFrame API call that makes each
+REFUSED = {
+    "local_relation": "createDataFrame of local rows", "cached_local_relation": "createDataFrame of local rows",
+    "chunked_cached_local_relation": "createDataFrame of local rows", "sample": "sample",
+    "map_partitions": "mapInPandas / mapInArrow", "group_map": "applyInPandas", "co_group_map": "cogroup",
+    "apply_in_pandas_with_state": "applyInPandasWithState", "range": "spark.range", "unpivot": "unpivot / melt",
+    "tail": "tail", "to_schema": "to(schema)", "collect_metrics": "observe", "with_watermark": "withWatermark",
+    "parse": "from_json/from_csv of a DataFrame", "as_of_join": "asOfJoin", "lateral_join": "lateralJoin",
+    "transpose": "transpose", "unresolved_table_valued_function": "a table-valued function",
+    "replace": "na.replace", "sample_by": "sampleBy", "summary": "summary", "describe": "describe",
+    "crosstab": "crosstab", "freq_items": "freqItems", "approx_quantile": "approxQuantile", "cov": "cov",
+    "corr": "corr", "with_relations": "a DataFrame subquery", "zip": "zip", "nearest_by_join": "a nearest join",
+    "cached_remote_relation": "a cached remote DataFrame", "catalog": "a catalog listing",
+    "show_string": "show", "html_string": "show",
+}
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column of a translated relation: ``name`` is Spark's (None: an expression Spark names
+    itself, looked up when needed), ``sql`` its name in the relation's query."""
+
+    name: str | None
+    sql: str
+    plan_ids: frozenset[int] = frozenset()
+    qualifiers: frozenset[str] = frozenset()
+
+
+@dataclass
+class Frame:
+    """A relation as a query whose output columns are ``columns``, in order, named ``sql``."""
+
+    query: exp.Query
+    columns: list[Column]
+    relation: object  # the Relation message, to ask Spark for its schema
+    table: str | None = None  # a registered table or saved result read as it is
+    types: list[str] | None = field(default=None)
+
+
+@dataclass
+class Catalog:
+    """What the translation needs to know outside the plan."""
+
+    schemas: dict[str, dict[str, str]]  # registered tables and saved results: columns and types
+    views: set[str]  # the catalog's views, read by name (the rewriter inlines them)
+    schema_of: Callable[[object], list[tuple[str, str]]]  # a Relation's (name, type) pairs, from Spark
+    python_udf: Callable[[object], str]  # registers a Python UDF for the lineage query, returns its name
+
+
+def translate(relation, catalog: Catalog) -> exp.Query:
+    """The SQL query of a DataFrame's plan, its output columns named as Spark names them."""
+    translator = PlanTranslator(catalog)
+    frame = translator.relation(relation)
+    translator.name_all(frame)
+    return translator.finish(frame)
+
+
+class PlanTranslator:
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self._aliases = count()
+
+    # -- relations ---------------------------------------------------------------------------
+
+    def relation(self, message) -> Frame:
+        kind = message.WhichOneof("rel_type")
+        if kind in REFUSED:
+            raise UnsupportedLineage(f"DataFrame: {REFUSED[kind]} has no exact lineage: dltrace refuses it")
+        handler = getattr(self, f"_{kind}", None)
+        if handler is None:
+            raise UnsupportedLineage(f"DataFrame: the operator {kind} is not supported by dltrace")
+        frame = handler(getattr(message, kind), message)
+        plan_id = message.common.plan_id if message.HasField("common") and message.common.HasField("plan_id") \
+            else None
+        if plan_id is not None:
+            frame.columns = [replace(c, plan_ids=c.plan_ids | {plan_id}) for c in frame.columns]
+        frame.relation = message
+        return frame
+
+    def _read(self, read, message) -> Frame:
+        if read.WhichOneof("read_type") != "named_table":
+            raise UnsupportedLineage("DataFrame: spark.read of files has no base rows in the catalog: register the "
+                                     "files with `dltrace register NAME PATH` and read them with spark.table(NAME)")
+        parts = split_identifier(read.named_table.unparsed_identifier)
+        name = parts[-1].lower()
+        known = name in self.catalog.schemas or name in self.catalog.views
+        if not known or (len(parts) > 1 and parts[-2].lower() not in ("default", "dltrace")):
+            raise UnknownTable(f"DataFrame: table {'.'.join(parts)} is not registered: run `dltrace register "
+                               f"{parts[-1]} PATH` first")
+        schema = self.catalog.schemas.get(name) or dict(self.catalog.schema_of(message))
+        columns = [Column(c, c, qualifiers=frozenset({name})) for c in schema]
+        query = exp.select(*[exp.column(c, quoted=not SIMPLE_NAME.fullmatch(c)) for c in schema]).from_(name)
+        return Frame(query, columns, message, table=name, types=list(schema.values()))
+
+    def _sql(self, sql, message) -> Frame:
+        from dltrace.rewriter import parse
+        from dltrace.rewriter.qualify import qualify_against_catalog
+
+        if sql.args or sql.pos_args or sql.named_arguments or sql.pos_arguments:
+            raise UnsupportedLineage("DataFrame: spark.sql with arguments is not supported by dltrace: write the "
+                                     "values into the query")
+        query = parse(sql.query)
+        qualify_against_catalog(query, self.catalog.schemas)
+        names = [name for name, _ in self.catalog.schema_of(message)]
+        outer = query.selects
+        columns = []
+        for number, (projection, name) in enumerate(zip(outer, names)):
+            sql_name = f"_s{number}"
+            columns.append(Column(name, sql_name))
+            projection.replace(exp.alias_(projection.unalias() if isinstance(projection, exp.Alias) else projection,
+                                          sql_name))
+        if isinstance(query, exp.SetOperation):
+            for branch in (query.left, query.right):
+                for projection, column in zip(branch.selects, columns):
+                    projection.replace(exp.alias_(projection.unalias(), column.sql))
+        return Frame(query, columns, message)
+
+    def _subquery_alias(self, alias, message) -> Frame:
+        frame = self.relation(alias.input)
+        name = alias.alias.lower()
+        frame.columns = [replace(c, qualifiers=frozenset({name})) for c in frame.columns]
+        return frame
+
+    def _project(self, project, message) -> Frame:
+        if not project.HasField("input"):
+            raise UnsupportedLineage("DataFrame: a select without an input DataFrame has no base rows")
+        child = self.relation(project.input)
+        scope = Scope(self, [child])
+        items = [item for e in project.expressions for item in scope.select_item(e)]
+        return self.select(scope, items)
+
+    def _filter(self, filter_, message) -> Frame:
+        child = self.relation(filter_.input)
+        scope = Scope(self, [child])
+        condition = scope.expression(filter_.condition)
+        frame = self.select(scope, scope.all())
+        frame.query.where(condition, copy=False)
+        return frame
+
+    def _with_columns(self, with_columns, message) -> Frame:
+        child = self.relation(with_columns.input)
+        scope = Scope(self, [child])
+        items = scope.all()
+        for alias in with_columns.aliases:
+            name = alias.name[0]
+            value = scope.expression(alias.expr)
+            same = [i for i, (_, c) in enumerate(items) if c.name is not None and c.name.lower() == name.lower()]
+            if same:
+                items[same[0]] = (value, Column(name, ""))
+            else:
+                items.append((value, Column(name, "")))
+        return self.select(scope, items)
+
+    def _with_columns_renamed(self, renamed, message) -> Frame:
+        frame = self.relation(renamed.input)
+        self.name_all(frame)
+        renames = {r.col_name.lower(): r.new_col_name for r in renamed.renames}
+        renames.update({k.lower(): v for k, v in renamed.rename_columns_map.items()})
+        frame.columns = [replace(c, name=renames[c.name.lower()], plan_ids=frozenset())
+                         if c.name.lower() in renames else c for c in frame.columns]
+        return frame
+
+    def _to_df(self, to_df, message) -> Frame:
+        frame = self.relation(to_df.input)
+        if len(to_df.column_names) != len(frame.columns):
+            raise BadInput(f"DataFrame: toDF was given {len(to_df.column_names)} names for "
+                           f"{len(frame.columns)} columns")
+        frame.columns = [replace(c, name=n, plan_ids=frozenset()) for c, n in zip(frame.columns, to_df.column_names)]
+        return frame
+
+    def _drop(self, drop, message) -> Frame:
+        child = self.relation(drop.input)
+        scope = Scope(self, [child])
+        dropped = {n.lower() for n in drop.column_names}
+        by_expression = {getattr(scope.column_of(scope.expression(e)), "sql", None) for e in drop.columns}
+        self.name_all(child)
+        kept = [(ref, c) for ref, c in scope.all() if c.name.lower() not in dropped and c.sql not in by_expression]
+        return self.select(scope, kept)
+
+    def _hint(self, hint, message) -> Frame:
+        return self.relation(hint.input)
+
+    def _repartition(self, repartition, message) -> Frame:
+        return self.relation(repartition.input)
+
+    def _repartition_by_expression(self, repartition, message) -> Frame:
+        return self.relation(repartition.input)
+
+    def _sort(self, sort, message) -> Frame:
+        child = self.relation(sort.input)
+        scope = Scope(self, [child])
+        orders = [scope.expressions._sort_order(o) for o in sort.order]
+        frame = self.select(scope, scope.all())
+        frame.query.order_by(*orders, copy=False)
+        return frame
+
+    def _limit(self, limit, message) -> Frame:
+        child = self.relation(limit.input)
+        query = child.query
+        if not isinstance(query, exp.Select) or query.args.get("limit") or child.table:
+            child = self.select(Scope(self, [child]), Scope(self, [child]).all())
+            query = child.query
+        query.limit(limit.limit, copy=False)
+        child.table = None
+        return child
+
+    def _offset(self, offset, message) -> Frame:
+        child = self.relation(offset.input)
+        if not isinstance(child.query, exp.Select) or child.query.args.get("limit") \
+                or child.query.args.get("offset") or child.table:
+            scope = Scope(self, [child])
+            child = self.select(scope, scope.all())
+        child.query.offset(offset.offset, copy=False)
+        child.table = None
+        return child
+
+    def _deduplicate(self, dedup, message) -> Frame:
+        if dedup.within_watermark:
+            raise UnsupportedLineage("DataFrame: dropDuplicatesWithinWatermark is not supported by dltrace")
+        child = self.relation(dedup.input)
+        scope = Scope(self, [child])
+        items = scope.all()
+        if dedup.all_columns_as_keys or not dedup.column_names:
+            frame = self.select(scope, items)
+            frame.query.distinct(copy=False)
+            return frame
+        self.name_all(child)
+        keys = {n.lower() for n in dedup.column_names}
+        missing = keys - {c.name.lower() for _, c in items}
+        if missing:
+            raise UnknownColumn(f"DataFrame: dropDuplicates names column {sorted(missing)[0]}, which is not one of "
+                                f"{', '.join(c.name for _, c in items)}")
+        # as Spark plans it: one row per key, its other columns the first of the key's rows
+        grouped = [(ref if c.name.lower() in keys else exp.First(this=ref), c) for ref, c in items]
+        frame = self.select(scope, grouped)
+        frame.query.group_by(*[ref for ref, c in items if c.name.lower() in keys], copy=False)
+        return frame
+
+    def _aggregate(self, aggregate, message) -> Frame:
+        if aggregate.group_type == 4:  # GROUP_TYPE_PIVOT
+            raise UnsupportedLineage("DataFrame: pivot is not supported by dltrace: group by the pivot column instead")
+        child = self.relation(aggregate.input)
+        scope = Scope(self, [child])
+        keys = [item for e in aggregate.grouping_expressions for item in scope.select_item(e)]
+        values = [item for e in aggregate.aggregate_expressions for item in scope.select_item(e)]
+        frame = self.select(scope, keys + values)
+        key_expressions = [expression for expression, _ in keys]
+        if aggregate.group_type == 2:
+            frame.query.set("group", exp.Group(rollup=[exp.Rollup(expressions=key_expressions)]))
+        elif aggregate.group_type == 3:
+            frame.query.set("group", exp.Group(cube=[exp.Cube(expressions=key_expressions)]))
+        elif aggregate.group_type == 5:
+            sets = [exp.Tuple(expressions=[scope.expression(e) for e in s.grouping_set])
+                    for s in aggregate.grouping_sets]
+            frame.query.set("group", exp.Group(expressions=key_expressions,
+                                               grouping_sets=[exp.GroupingSets(expressions=sets)]))
+        elif key_expressions:
+            frame.query.group_by(*key_expressions, copy=False)
+        return frame
+
+    def _join(self, join, message) -> Frame:
+        left, right = self.relation(join.left), self.relation(join.right)
+        side, kind = JOINS[join.join_type]
+        if join.using_columns:
+            return self.join_using(left, right, list(join.using_columns), side, kind)
+        scope = Scope(self, [left, right])
+        condition = scope.expression(join.join_condition) if join.HasField("join_condition") else None
+        if condition is None and kind == "INNER":
+            kind = "CROSS"
+        items = scope.all(0) if kind in ("SEMI", "ANTI") else scope.all()
+        frame = self.select(scope, items, joins=[(side, kind, condition)])
+        return frame
+
+    def join_using(self, left: Frame, right: Frame, keys: list[str], side: str, kind: str) -> Frame:
+        scope = Scope(self, [left, right])
+        self.name_all(left)
+        self.name_all(right)
+        left_items, right_items = scope.all(0), scope.all(1)
+        lowered = [k.lower() for k in keys]
+
+        def find(items, key: str):
+            found = [item for item in items if item[1].name.lower() == key]
+            if not found:
+                raise UnknownColumn(f"DataFrame: join column {key} is not a column of both sides")
+            return found[0]
+
+        condition = exp.and_(*[exp.EQ(this=find(left_items, k)[0], expression=find(right_items, k)[0])
+                               for k in lowered])
+        items = []
+        for key in lowered:
+            (left_ref, left_col), (right_ref, right_col) = find(left_items, key), find(right_items, key)
+            if side == "RIGHT":
+                items.append((right_ref, right_col))
+            elif side == "FULL":
+                items.append((exp.Coalesce(this=left_ref, expressions=[right_ref]), Column(left_col.name, "")))
+            else:
+                items.append((left_ref, left_col))
+        items += [item for item in left_items if item[1].name.lower() not in lowered]
+        if kind not in ("SEMI", "ANTI"):
+            items += [item for item in right_items if item[1].name.lower() not in lowered]
+        else:
+            items = [item for item in items if any(item[1] is c for _, c in left_items)]
+        return self.select(scope, items, joins=[(side, kind, condition)])
+
+    def _set_op(self, set_op, message) -> Frame:
+        left, right = self.relation(set_op.left_input), self.relation(set_op.right_input)
+        left_scope, right_scope = Scope(self, [left]), Scope(self, [right])
+        left_items, right_items = left_scope.all(), right_scope.all()
+        if set_op.by_name:
+            self.name_all(left)
+            self.name_all(right)
+            by_name = {c.name.lower(): (ref, c) for ref, c in right_items}
+            missing = [c.name for _, c in left_items if c.name.lower() not in by_name]
+            if missing and not set_op.allow_missing_columns:
+                raise UnknownColumn(f"DataFrame: unionByName: column {missing[0]} is missing on the right side "
+                                    f"(allowMissingColumns=True fills it with NULL)")
+            ordered = [by_name.get(c.name.lower(), (exp.Null(), c)) for _, c in left_items]
+            names = {c.name.lower() for _, c in left_items}
+            extra = [c.name for _, c in right_items if c.name.lower() not in names]
+            if extra and not set_op.allow_missing_columns:
+                raise UnknownColumn(f"DataFrame: unionByName: column {extra[0]} is missing on the left side "
+                                    f"(allowMissingColumns=True fills it with NULL)")
+            if set_op.allow_missing_columns:
+                names = {c.name.lower() for _, c in left_items}
+                extra = [(ref, c) for ref, c in right_items if c.name.lower() not in names]
+                left_items = left_items + [(exp.Null(), c) for _, c in extra]
+                ordered += extra
+            right_items = ordered
+        elif len(left_items) != len(right_items):
+            raise BadInput(f"DataFrame: a set operation of {len(left_items)} and {len(right_items)} columns: "
+                           f"both sides need the same number")
+        left_frame = self.select(left_scope, left_items)
+        right_frame = self.select(right_scope, right_items)
+        operation = {1: exp.Intersect, 2: exp.Union, 3: exp.Except}.get(set_op.set_op_type)
+        if operation is None:
+            raise BadInput("DataFrame: a set operation of unknown type")
+        query = operation(this=left_frame.query, expression=right_frame.query, distinct=not set_op.is_all)
+        return Frame(query, left_frame.columns, None)
+
+    def _fill_na(self, fill, message) -> Frame:
+        child = self.relation(fill.input)
+        self.name_all(child, types=True)
+        scope = Scope(self, [child])
+        values = [literal(v) for v in fill.values]
+        kinds = [v.WhichOneof("literal_type") for v in fill.values]
+        names = [n.lower() for n in fill.cols] or None
+        items = []
+        for (ref, column), type_name in zip(scope.all(), child.types):
+            if names is not None and column.name.lower() not in names:
+                items.append((ref, column))
+                continue
+            value, kind = (values[names.index(column.name.lower())], kinds[names.index(column.name.lower())]) \
+                if names is not None and len(values) > 1 else (values[0], kinds[0])
+            if not fills(kind, type_name):
+                items.append((ref, column))
+                continue
+            filled = cast_to(value, type_name)
+            if type_name.upper() in ("DOUBLE", "FLOAT"):
+                ref = exp.Anonymous(this="NANVL", expressions=[ref, filled])
+            items.append((exp.Coalesce(this=ref, expressions=[filled]), Column(column.name, "")))
+        return self.select(scope, items)
+
+    def _drop_na(self, drop, message) -> Frame:
+        child = self.relation(drop.input)
+        self.name_all(child, types=True)
+        scope = Scope(self, [child])
+        names = [n.lower() for n in drop.cols]
+        items = scope.all()
+        checked = [(ref, t) for (ref, c), t in zip(items, child.types) if not names or c.name.lower() in names]
+        least = drop.min_non_nulls if drop.HasField("min_non_nulls") else len(checked)
+        present = [exp.Not(this=exp.Is(this=ref, expression=exp.Null())) if t.upper() not in ("DOUBLE", "FLOAT")
+                   else exp.and_(exp.Not(this=exp.Is(this=ref, expression=exp.Null())),
+                                 exp.Not(this=exp.Anonymous(this="ISNAN", expressions=[ref])))
+                   for ref, t in checked]
+        counted = [exp.Case(ifs=[exp.If(this=p, true=exp.Literal.number(1))], default=exp.Literal.number(0))
+                   for p in present]
+        total = counted[0] if counted else exp.Literal.number(0)
+        for term in counted[1:]:
+            total = exp.Add(this=total, expression=term)
+        frame = self.select(scope, items)
+        frame.query.where(exp.GTE(this=exp.Paren(this=total), expression=exp.Literal.number(least)), copy=False)
+        return frame
+
+    # -- building queries ----------------------------------------------------------------------
+
+    def select(self, scope: Scope, items: list[tuple[exp.Expression, Column]], joins=()) -> Frame:
+        """``SELECT items FROM scope's inputs [JOIN ...]``, each output under a fresh unique name."""
+        sources = scope.sources()
+        query = exp.select().from_(sources[0], copy=False)
+        for source, (side, kind, condition) in zip(sources[1:], joins):
+            query = query.join(source, on=condition, join_type=" ".join(p for p in (side, kind) if p), copy=False)
+        used: set[str] = set()
+        columns = []
+        for expression, column in items:
+            sql = unique_name(column.name, used)
+            projection = expression.copy()
+            if not (isinstance(projection, exp.Column) and projection.name == sql):
+                projection = exp.alias_(projection, exp.to_identifier(sql))
+            query.select(projection, copy=False)
+            columns.append(replace(column, sql=sql))
+        return Frame(query, columns, None)
+
+    def alias(self) -> str:
+        return f"_df{next(self._aliases)}"
+
+    def name_all(self, frame: Frame, types: bool = False) -> None:
+        """Give every column of ``frame`` Spark's name (and, with ``types``, its type), asking
+        Spark for the relation's schema when the translation does not know them."""
+        if all(c.name is not None for c in frame.columns) and (not types or frame.types is not None):
+            return
+        schema = self.catalog.schema_of(frame.relation)
+        if len(schema) != len(frame.columns):
+            raise BadInput(f"DataFrame: Spark gives {len(schema)} columns where dltrace made {len(frame.columns)}")
+        frame.columns = [c if c.name is not None else replace(c, name=name)
+                         for c, (name, _) in zip(frame.columns, schema)]
+        frame.types = [type_name for _, type_name in schema]
+
+    def finish(self, frame: Frame) -> exp.Query:
+        """``frame``'s query with its outputs named as Spark names the DataFrame's columns."""
+        query = frame.query
+        if not isinstance(query, exp.Select):
+            scope = Scope(self, [frame])
+            query = self.select(scope, scope.all()).query
+        for projection, column in zip(query.expressions, frame.columns):
+            target = exp.to_identifier(column.name, quoted=not SIMPLE_NAME.fullmatch(column.name))
+            if isinstance(projection, exp.Alias):
+                projection.set("alias", target)
+            else:
+                projection.replace(exp.alias_(projection.copy(), target))
+        return query
+
+
+def unique_name(name: str | None, used: set[str]) -> str:
+    """A name for an output column of a query dltrace writes: Spark's when it is a plain,
+    unused identifier (readable SQL), else ``_cN``."""
+    candidate = name if name and SIMPLE_NAME.fullmatch(name) and not RESERVED.match(name) else None
+    number = len(used)
+    while candidate is None or candidate.lower() in used:
+        candidate = f"_c{number}"
+        number += 1
+    used.add(candidate.lower())
+    return candidate
+
+
+def fills(kind: str | None, type_name: str) -> bool:
+    """``na.fill(value)`` fills a column of ``type_name`` with a value of literal ``kind``."""
+    upper = type_name.upper()
+    numeric = upper.startswith(("TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE", "DECIMAL"))
+    if kind in ("integer", "long", "double", "float", "decimal"):
+        return numeric
+    if kind == "string":
+        return upper.startswith("STRING")
+    if kind == "boolean":
+        return upper == "BOOLEAN"
+    return False
+
+
+class Scope:
+    """The inputs of one SELECT (one or two frames, each under an alias) and how names resolve
+    in them."""
+
+    def __init__(self, translator: PlanTranslator, frames: list[Frame]) -> None:
+        self.translator = translator
+        self.frames = frames
+        self.aliases = [translator.alias() for _ in frames]
+        self.expressions = ExpressionTranslator(self)
+
+    def sources(self) -> list[exp.Expression]:
+        out = []
+        for frame, alias in zip(self.frames, self.aliases):
+            if frame.table is not None:
+                out.append(exp.to_table(frame.table).as_(alias))
+            else:
+                out.append(frame.query.subquery(alias))
+        return out
+
+    def ref(self, index: int, column: Column) -> exp.Column:
+        return exp.column(column.sql, table=self.aliases[index], quoted=not SIMPLE_NAME.fullmatch(column.sql))
+
+    def all(self, index: int | None = None) -> list[tuple[exp.Expression, Column]]:
+        """Every column of the inputs (or of input ``index``), passed through."""
+        indexes = range(len(self.frames)) if index is None else [index]
+        return [(self.ref(i, c), c) for i in indexes for c in self.frames[i].columns]
+
+    def column_of(self, ref: exp.Expression) -> Column | None:
+        if isinstance(ref, exp.Column) and ref.table in self.aliases:
+            frame = self.frames[self.aliases.index(ref.table)]
+            return next((c for c in frame.columns if c.sql == ref.name), None)
+        return None
+
+    # -- names --------------------------------------------------------------------------------
+
+    def column(self, identifier: str, plan_id: int | None) -> exp.Expression:
+        parts = split_identifier(identifier)
+        candidates = []
+        for index, frame in enumerate(self.frames):
+            if plan_id is not None and not any(plan_id in c.plan_ids for c in frame.columns):
+                continue
+            if any(c.name is None for c in frame.columns) and not any(
+                    c.name is not None and c.name.lower() == parts[0].lower() for c in frame.columns):
+                self.translator.name_all(frame)
+            for column in frame.columns:
+                if plan_id is not None and plan_id not in column.plan_ids:
+                    continue
+                if len(parts) > 1 and parts[0].lower() in column.qualifiers and column.name.lower() == parts[1].lower():
+                    candidates.append((index, column, parts[2:]))
+                elif column.name is not None and column.name.lower() == parts[0].lower():
+                    candidates.append((index, column, parts[1:]))
+        qualified = [c for c in candidates if len(c[2]) < len(parts) - 1] or candidates
+        if not qualified:
+            known = ", ".join(c.name or "?" for f in self.frames for c in f.columns)
+            raise UnknownColumn(f"DataFrame: column {identifier} is not among the columns here ({known})")
+        if len(qualified) > 1 and len({(i, c.sql) for i, c, _ in qualified}) > 1:
+            raise UnknownColumn(f"DataFrame: column {identifier} is ambiguous here: take it from its DataFrame "
+                                f"(df[\"{identifier}\"]) or an alias (df.alias(\"a\"), then \"a.{identifier}\")")
+        index, column, fields = qualified[0]
+        node: exp.Expression = self.ref(index, column)
+        for name in fields:
+            node = exp.Dot(this=node, expression=exp.to_identifier(name))
+        return node
+
+    def star(self, target: str | None, plan_id: int | None) -> list[tuple[exp.Expression, Column]]:
+        items = self.all()
+        if plan_id is not None:
+            items = [(r, c) for r, c in items if plan_id in c.plan_ids]
+        if target:
+            qualifier = split_identifier(target.removesuffix(".*"))[0].lower()
+            items = [(r, c) for r, c in items if qualifier in c.qualifiers]
+            if not items:
+                raise UnknownColumn(f"DataFrame: {target} names no DataFrame alias or table here")
+        return items
+
+    def resolve_sql(self, expression: exp.Expression) -> exp.Expression:
+        """A parsed SQL expression (``F.expr``, ``selectExpr``) with its columns resolved here."""
+        for column in list(expression.find_all(exp.Column)):
+            identifier = ".".join(f"`{p.name}`" for p in column.parts)
+            resolved = self.column(identifier, None)
+            if column is expression:
+                return resolved
+            column.replace(resolved)
+        return expression
+
+    def python_udf(self, udf) -> str:
+        return self.translator.catalog.python_udf(udf)
+
+    # -- expressions --------------------------------------------------------------------------
+
+    def expression(self, message) -> exp.Expression:
+        return self.expressions(message)
+
+    def select_item(self, message) -> list[tuple[exp.Expression, Column]]:
+        """What one entry of a select list contributes: ``*`` its columns, an alias a named
+        column, a column passed through itself, anything else a column Spark names."""
+        kind = message.WhichOneof("expr_type")
+        if kind == "unresolved_star":
+            star = message.unresolved_star
+            return self.star(star.unparsed_target if star.HasField("unparsed_target") else None,
+                             star.plan_id if star.HasField("plan_id") else None)
+        if kind == "alias":
+            if len(message.alias.name) != 1:
+                raise UnsupportedLineage("DataFrame: an alias of several names (of a generator) is not supported")
+            return [(self.expression(message.alias.expr), Column(message.alias.name[0], ""))]
+        if kind == "expression_string":
+            parsed = self.expressions(message)
+            if isinstance(parsed, exp.Alias):
+                return [(parsed.this, Column(parsed.alias, ""))]
+            if isinstance(parsed, exp.Star):
+                return self.star(None, None)
+            message_column = self.column_of(parsed)
+            return [(parsed, message_column if message_column is not None else Column(None, ""))]
+        value = self.expression(message)
+        passed = self.column_of(value)
+        return [(value, passed if passed is not None else Column(None, ""))]

@@ -1,0 +1,308 @@
+"""DataFrame programs have the lineage of the same query written in SQL (README, "PySpark
+DataFrame pipelines"): rows and DL bags equal, both semantics, both representations; the 22
+TPC-H queries written in the DataFrame API against their SQL; the completeness oracle on
+the SQL a program is translated to; refused operators; saved steps and PySpark jobs.
+
+The DataFrames are built on Spark Connect, served by the test run's own JVM
+(``dltrace.spark.serve_connect``); the process uses Connect's API only while these tests run
+(``connect_api``), as ``dltrace run job.py`` does for a whole process.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+import textwrap
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from dltrace import LineageSession
+from dltrace.errors import BadInput, UnsupportedLineage
+from dltrace.spark import CONNECT_API, connect_session, serve_connect
+from tests.conftest import ROOT, tpch_copy
+from tests.oracle import DuckOracle
+from tests.test_representations import lineage_bag
+from tpch.queries import load
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def frames(spark, tpch, tmp_path_factory):
+    """A LineageSession over a copy of TPC-H SF 0.01 whose engine is a Spark Connect session
+    on this run's JVM; ``frames.frames`` is where DataFrames are built."""
+    earlier = {key: os.environ.get(key) for key in CONNECT_API}
+    os.environ.update(CONNECT_API)
+    try:
+        engine = connect_session(serve_connect(spark))
+        copy = tpch_copy(tpch, tmp_path_factory, "frames")
+        yield LineageSession(copy.catalog.directory, spark=engine)
+    finally:
+        for key, value in earlier.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def bag(frame) -> Counter:
+    """Rows with their DL, as a bag (order aside)."""
+    return lineage_bag(frame.collect())
+
+
+def check_same(session: LineageSession, frame, sql: str, semantics: str = "control", representation: str = "set"):
+    traced = session.trace(frame, semantics, representation)
+    written = session.sql(sql, semantics, representation)
+    assert traced.columns == written.columns
+    assert bag(traced) == bag(written)
+    return traced
+
+
+def programs(spark):
+    """DataFrame programs over TPC-H and the same queries in SQL, one per operator family."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.window import Window
+
+    orders, customer, nation = spark.table("orders"), spark.table("customer"), spark.table("nation")
+    lineitem = spark.table("lineitem")
+    recent = Window.partitionBy("o_custkey").orderBy(F.desc("o_orderdate"), "o_orderkey")
+    return {
+        "filter-select": (
+            orders.where(F.col("o_totalprice") > 400000).select("o_orderkey", (F.col("o_totalprice") / 2).alias("h")),
+            "select o_orderkey, o_totalprice / 2 as h from orders where o_totalprice > 400000"),
+        "sql-strings": (
+            orders.filter("o_orderpriority = '1-URGENT' and o_totalprice > 350000")
+                  .selectExpr("o_orderkey", "o_custkey + 1 as k"),
+            "select o_orderkey, o_custkey + 1 as k from orders "
+            "where o_orderpriority = '1-URGENT' and o_totalprice > 350000"),
+        "withColumn-rename-drop": (
+            nation.withColumn("n2", F.col("n_nationkey") * 2).withColumnRenamed("n_name", "name")
+                  .drop("n_comment"),
+            "select n_nationkey, n_name as name, n_regionkey, n_nationkey * 2 as n2 from nation"),
+        "join-group": (
+            customer.join(orders, customer["c_custkey"] == orders["o_custkey"])
+                    .groupBy("c_nationkey").agg(F.count("*").alias("n"), F.countDistinct("c_custkey").alias("d"),
+                                                F.sum("o_totalprice").alias("s")),
+            "select c_nationkey, count(*) as n, count(distinct c_custkey) as d, sum(o_totalprice) as s "
+            "from customer join orders on c_custkey = o_custkey group by c_nationkey"),
+        "join-using-left": (
+            nation.join(customer.withColumnRenamed("c_nationkey", "n_nationkey"), ["n_nationkey"], "left")
+                  .groupBy("n_name").agg(F.count("c_custkey").alias("customers")),
+            "select n_name, count(c_custkey) as customers from nation left join "
+            "(select c_custkey, c_nationkey as n_nationkey from customer) c using (n_nationkey) group by n_name"),
+        "semi-anti": (
+            customer.join(orders.where(F.col("o_orderpriority") == "1-URGENT"),
+                          F.col("c_custkey") == F.col("o_custkey"), "left_semi")
+                    .join(orders.where(F.col("o_totalprice") > 400000), F.col("c_custkey") == F.col("o_custkey"),
+                          "left_anti").select("c_custkey", "c_name"),
+            "select c_custkey, c_name from customer where exists (select * from orders where o_custkey = c_custkey "
+            "and o_orderpriority = '1-URGENT') and not exists (select * from orders where o_custkey = c_custkey "
+            "and o_totalprice > 400000)"),
+        "self-join-alias": (
+            nation.alias("a").join(nation.alias("b"), F.col("a.n_regionkey") == F.col("b.n_regionkey"))
+                  .where(F.col("a.n_nationkey") < F.col("b.n_nationkey"))
+                  .select(F.col("a.n_name").alias("x"), F.col("b.n_name").alias("y")),
+            "select a.n_name as x, b.n_name as y from nation a join nation b on a.n_regionkey = b.n_regionkey "
+            "where a.n_nationkey < b.n_nationkey"),
+        "distinct-dropDuplicates": (
+            orders.select("o_orderpriority", "o_orderstatus").distinct()
+                  .union(orders.select("o_orderpriority", "o_orderstatus").dropDuplicates(["o_orderpriority"])),
+            "select distinct o_orderpriority, o_orderstatus from orders union all "
+            "select o_orderpriority, first(o_orderstatus) as o_orderstatus from orders group by o_orderpriority"),
+        "set-operations": (
+            customer.select("c_nationkey").intersect(nation.select("n_nationkey"))
+                    .unionByName(nation.select(F.col("n_regionkey").alias("c_nationkey")).subtract(
+                        customer.select("c_nationkey"))),
+            "(select c_nationkey from customer intersect select n_nationkey from nation) union all "
+            "(select n_regionkey as c_nationkey from nation except select c_nationkey from customer)"),
+        "window-orderBy-limit": (
+            orders.withColumn("rn", F.row_number().over(recent)).where(F.col("rn") == 1)
+                  .orderBy(F.desc("o_totalprice"), "o_orderkey").limit(7).select("o_orderkey", "o_custkey", "rn"),
+            "select o_orderkey, o_custkey, rn from (select *, row_number() over (partition by o_custkey order by "
+            "o_orderdate desc, o_orderkey) as rn from orders) t where rn = 1 "
+            "order by o_totalprice desc, o_orderkey limit 7"),
+        "when-cast-isin-na": (
+            lineitem.where(F.col("l_shipmode").isin("MAIL", "SHIP"))
+                    .groupBy("l_shipmode")
+                    .agg(F.sum(F.when(F.col("l_linenumber") == 1, 1).otherwise(0)).alias("first_lines"),
+                         F.max(F.col("l_quantity").cast("int")).alias("q"))
+                    .na.fill(0),
+            "select l_shipmode, coalesce(sum(case when l_linenumber = 1 then 1 else 0 end), 0) as first_lines, "
+            "coalesce(max(cast(l_quantity as int)), 0) as q from lineitem where l_shipmode in ('MAIL', 'SHIP') "
+            "group by l_shipmode"),
+        "spark-sql-inside": (
+            spark.sql("select c_custkey, c_nationkey from customer where c_acctbal > 9000")
+                 .join(nation, F.col("c_nationkey") == F.col("n_nationkey")).select("c_custkey", "n_name"),
+            "select c_custkey, n_name from customer join nation on c_nationkey = n_nationkey "
+            "where c_acctbal > 9000"),
+    }
+
+
+PROGRAMS = ["filter-select", "sql-strings", "withColumn-rename-drop", "join-group", "join-using-left", "semi-anti",
+            "self-join-alias", "distinct-dropDuplicates", "set-operations", "window-orderBy-limit",
+            "when-cast-isin-na", "spark-sql-inside"]
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_a_program_has_the_lineage_of_its_sql(frames, name):
+    frame, sql = programs(frames.frames)[name]
+    check_same(frames, frame, sql)
+    check_same(frames, frame, sql, "data")
+
+
+@pytest.mark.parametrize("name", ["join-group", "semi-anti", "set-operations"])
+def test_a_program_in_bdd_gives_the_same_sets(frames, name):
+    frame, sql = programs(frames.frames)[name]
+    check_same(frames, frame, sql, "control", "bdd")
+
+
+def tpch_query(number: int) -> str:
+    return load(f"q{number}")
+
+
+@pytest.mark.parametrize("number", range(1, 23))
+def test_tpch_in_the_dataframe_api_equals_sql(frames, number):
+    from tpch.dataframe_queries import QUERIES
+
+    frame = QUERIES[f"q{number}"](frames.frames)
+    semantics = "data" if number % 2 else "control"
+    traced = check_same(frames, frame, tpch_query(number), semantics, "bdd" if number % 3 == 0 else "set")
+    rows = traced.collect()
+    oracle = DuckOracle(frames)
+    sql = frames.dataframe_sql(frame)
+    columns = [c for c in traced.columns if c != "DL"]
+    for row in random.Random(number).sample(rows, min(3, len(rows))) if semantics == "control" else []:
+        got = oracle.run(sql, row["DL"])
+        assert tuple(row[c] for c in columns) in [tuple(r) for r in got] or _close(row, columns, got)
+
+
+def _close(row, columns, got) -> bool:
+    import math
+
+    def near(a, b):
+        if isinstance(a, float) or isinstance(b, float):
+            return math.isclose(float(a), float(b), rel_tol=1e-9)
+        return a == b
+
+    return any(all(near(row[c], value) for c, value in zip(columns, r)) for r in got)
+
+
+@pytest.mark.parametrize("operator, build", [
+    ("sample", lambda s: s.table("orders").sample(0.5)),
+    ("createDataFrame", lambda s: s.createDataFrame([(1,)], "x int")),
+    ("spark.range", lambda s: s.range(3)),
+    ("mapInPandas", lambda s: s.table("nation").mapInPandas(lambda it: it, "n_nationkey long")),
+    ("spark.read", lambda s: s.read.parquet(str(ROOT / "data" / "tpch-sf0.01" / "nation.parquet"))),
+    ("explode", lambda s: s.table("nation").selectExpr("explode(array(1, 2)) as x")),
+])
+def test_operators_without_exact_lineage_are_refused(frames, operator, build):
+    with pytest.raises(BadInput) as refused:
+        frames.trace(build(frames.frames))
+    assert operator.split(".")[-1].lower() in str(refused.value).lower() or isinstance(refused.value,
+                                                                                   UnsupportedLineage)
+    assert "\n" not in str(refused.value)
+
+
+def test_a_saved_dataframe_step_composes_like_a_sql_pipeline(frames):
+    from pyspark.sql import functions as F
+
+    spark = frames.frames
+    step1 = (spark.table("customer").join(spark.table("orders"), F.col("c_custkey") == F.col("o_custkey"))
+             .groupBy("c_custkey", "c_nationkey").agg(F.sum("o_totalprice").alias("revenue")))
+    frames.save(step1, "df_custrev")
+    step2 = (spark.table("df_custrev").join(spark.table("nation"), F.col("c_nationkey") == F.col("n_nationkey"))
+             .groupBy("n_name").agg(F.sum("revenue").alias("revenue")))
+    frames.save(step2, "df_natrev")
+    inlined = frames.sql(
+        "with custrev as (select c_custkey, c_nationkey, sum(o_totalprice) as revenue from customer join orders "
+        "on c_custkey = o_custkey group by c_custkey, c_nationkey) select n_name, sum(revenue) as revenue "
+        "from custrev join nation on c_nationkey = n_nationkey group by n_name")
+    assert bag(frames.result("df_natrev").drop("_row")) == bag(inlined)
+    assert spark.table("df_natrev").count() == 25  # the users' session reads saved results as tables
+
+
+def test_a_classic_dataframe_is_refused_in_one_line(tpch, spark):
+    with pytest.raises(BadInput, match="Spark Connect"):
+        tpch.trace(spark.table("nation"))
+
+
+JOB = textwrap.dedent("""\
+    from pyspark.sql import SparkSession, functions as F
+
+    spark = SparkSession.builder.appName("custrev").getOrCreate()
+    orders = spark.table("orders")
+    custrev = (spark.table("customer").join(orders, F.col("c_custkey") == F.col("o_custkey"))
+               .groupBy("c_custkey", "c_nationkey").agg(F.sum("o_totalprice").alias("revenue")))
+    custrev.write.mode("overwrite").saveAsTable("custrev")
+    natrev = (spark.table("custrev").join(spark.table("nation"), F.col("c_nationkey") == F.col("n_nationkey"))
+              .groupBy("n_name").agg(F.sum("revenue").alias("revenue")))
+    natrev.write.mode("overwrite").saveAsTable("natrev")
+""")
+SQL_PIPELINE = """
+create or replace table custrev as select c_custkey, c_nationkey, sum(o_totalprice) as revenue
+  from customer join orders on c_custkey = o_custkey group by c_custkey, c_nationkey;
+create or replace table natrev as select n_name, sum(revenue) as revenue
+  from custrev join nation on c_nationkey = n_nationkey group by n_name;
+"""
+
+
+def dltrace_cli(*args: str, catalog: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    environment = {**os.environ, "SPARK_DRIVER_MEMORY": "1g", **(env or {})}
+    for key in CONNECT_API:
+        environment.pop(key, None)
+    return subprocess.run([sys.executable, "-m", "dltrace", *args, "--catalog", str(catalog)], capture_output=True,
+                          text=True, env=environment, cwd=ROOT, timeout=900)
+
+
+def saved_bag(session: LineageSession, name: str) -> Counter:
+    return bag(session.result(name).drop("_row"))
+
+
+@pytest.fixture(scope="module")
+def job_catalogs(tpch, tmp_path_factory):
+    """The demo's two-step pipeline saved twice, as SQL (in this process) and as a PySpark job
+    (``dltrace run job.py`` in a process of its own), each in its own copy of TPC-H."""
+    sql_side = tpch_copy(tpch, tmp_path_factory, "sql-pipeline")
+    sql_side.run_script(SQL_PIPELINE)
+    job_side = tpch_copy(tpch, tmp_path_factory, "job-pipeline")
+    script = tmp_path_factory.mktemp("job") / "job.py"
+    script.write_text(JOB)
+    done = dltrace_cli("run", str(script), catalog=job_side.catalog.directory)
+    return sql_side, job_side, script, done
+
+
+def test_a_pyspark_job_saves_its_steps_with_the_sql_pipelines_lineage(job_catalogs):
+    sql_side, job_side, _, done = job_catalogs
+    assert done.returncode == 0, done.stderr
+    assert "saved result custrev" in done.stderr and "saved result natrev" in done.stderr
+    for name in ("custrev", "natrev"):
+        assert saved_bag(job_side, name) == saved_bag(sql_side, name)
+    source = "orders WHERE o_orderkey = 1"
+    assert {n: r.count() for n, r in job_side.impact(source).items()} == \
+           {n: r.count() for n, r in sql_side.impact(source).items()}
+
+
+def test_a_refused_sink_in_a_job_is_one_line_and_saves_nothing(job_catalogs, tmp_path):
+    _, job_side, _, _ = job_catalogs
+    script = tmp_path / "append.py"
+    script.write_text(JOB.replace('mode("overwrite").saveAsTable("natrev")', 'mode("append").saveAsTable("natrev2")')
+                      .replace('saveAsTable("custrev")', 'saveAsTable("custrev2")')
+                      .replace('spark.table("custrev")', 'spark.table("custrev2")'))
+    done = dltrace_cli("run", str(script), catalog=job_side.catalog.directory)
+    assert done.returncode == 2, done.stderr
+    assert len(done.stderr.strip().splitlines()[-1:]) == 1 and "append" in done.stderr
+    assert "line 9" in done.stderr  # the script's line that wrote it
+    assert "natrev2" not in {r.name for r in job_side.results()}
+
+
+def test_a_pyspark_job_on_a_spark_connect_server(job_catalogs, connect_server, tpch, tmp_path_factory):
+    sql_side, _, script, _ = job_catalogs
+    remote = tpch_copy(tpch, tmp_path_factory, "remote-job")
+    done = dltrace_cli("run", str(script), catalog=remote.catalog.directory, env={"SPARK_REMOTE": connect_server})
+    assert done.returncode == 0, done.stderr
+    for name in ("custrev", "natrev"):
+        assert saved_bag(remote, name) == saved_bag(sql_side, name)
