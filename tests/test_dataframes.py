@@ -164,20 +164,55 @@ def tpch_query(number: int) -> str:
     return load(f"q{number}")
 
 
-@pytest.mark.parametrize("number", range(1, 23))
-def test_tpch_in_the_dataframe_api_equals_sql(frames, number):
+# Queries whose DataFrame program is written differently from the SQL (tpch/dataframe_queries.py
+# says how): a subquery of WHERE or HAVING written as a join with an aggregate, whose rows count
+# under data semantics where the subquery's do not; Q18's IN over a grouped subquery as a semi
+# join with the aggregate (its rows count once, not per joined line item).  Their rows are the
+# SQL query's; their lineage is checked by the completeness oracle on the program's own SQL.
+WRITTEN_AS_JOINS = {"data": {2, 11, 15, 20, 22}, "control": {18, 20}}
+
+
+# every query under control semantics; under data semantics those whose subqueries differ
+# from the SQL's, and a sample of the rest
+TPCH_CASES = [(n, "control") for n in range(1, 23)] + [(n, "data") for n in (1, 3, 4, 11, 16, 17, 21, 22)]
+
+
+@pytest.mark.parametrize("number, semantics", TPCH_CASES, ids=[f"q{n}-{s}" for n, s in TPCH_CASES])
+def test_tpch_in_the_dataframe_api_equals_sql(frames, number, semantics):
     from tpch.dataframe_queries import QUERIES
 
     frame = QUERIES[f"q{number}"](frames.frames)
-    semantics = "data" if number % 2 else "control"
-    traced = check_same(frames, frame, tpch_query(number), semantics, "bdd" if number % 3 == 0 else "set")
-    rows = traced.collect()
-    oracle = DuckOracle(frames)
-    sql = frames.dataframe_sql(frame)
-    columns = [c for c in traced.columns if c != "DL"]
-    for row in random.Random(number).sample(rows, min(3, len(rows))) if semantics == "control" else []:
-        got = oracle.run(sql, row["DL"])
-        assert tuple(row[c] for c in columns) in [tuple(r) for r in got] or _close(row, columns, got)
+    representation = "bdd" if number % 5 == 0 else "set"
+    if number not in WRITTEN_AS_JOINS[semantics]:
+        check_same(frames, frame, tpch_query(number), semantics, representation)
+        return
+    traced = frames.trace(frame, semantics, representation).collect()
+    written = frames.sql(tpch_query(number), semantics, representation).collect()
+    assert values_bag(traced) == values_bag(written)
+    if semantics == "control":
+        oracle = DuckOracle(frames)
+        sql = frames.dataframe_sql(frame)
+        columns = [c for c in frames.trace(frame).columns if c != "DL"]
+        for row in random.Random(number).sample(traced, min(3, len(traced))):
+            assert _close(row, columns, oracle.run(sql, row["DL"]))
+
+
+@pytest.mark.parametrize("number", [1, 3, 10, 13, 16, 21])
+def test_tpch_dataframe_lineage_is_complete(frames, number):
+    """The paper's completeness theorem on the SQL a program is translated to, run by DuckDB
+    on the base rows of a row's DL: the row comes back."""
+    from tpch.dataframe_queries import QUERIES
+
+    frame = QUERIES[f"q{number}"](frames.frames)
+    traced = frames.trace(frame)
+    rows, columns = traced.collect(), [c for c in traced.columns if c != "DL"]
+    oracle, sql = DuckOracle(frames), frames.dataframe_sql(frame)
+    for row in random.Random(number).sample(rows, min(3, len(rows))):
+        assert _close(row, columns, oracle.run(sql, row["DL"]))
+
+
+def values_bag(rows) -> Counter:
+    return Counter(tuple(str(v) for k, v in r.asDict().items() if k != "DL") for r in rows)
 
 
 def _close(row, columns, got) -> bool:

@@ -95,11 +95,11 @@ def literal(message) -> exp.Expression:
         if math.isnan(value) or math.isinf(value):
             return cast_to(exp.Literal.string(str(value)), SIMPLE_TYPES[kind])
         return cast_to(exp.Literal.number(repr(value)), SIMPLE_TYPES[kind])
-    if kind == "decimal":
-        text = value.value
-        precision = value.precision if value.HasField("precision") else len(decimal.Decimal(text).as_tuple().digits)
-        scale = value.scale if value.HasField("scale") else max(0, -decimal.Decimal(text).as_tuple().exponent)
-        return cast_to(exp.Literal.string(text), f"DECIMAL({max(precision, scale)},{scale})")
+    if kind == "decimal":  # typed by its digits, as Spark types a BigDecimal (the message's type may be a default)
+        digits = decimal.Decimal(value.value).as_tuple()
+        scale = max(0, -int(digits.exponent))
+        precision = max(len(digits.digits), scale, 1)
+        return cast_to(exp.Literal.string(value.value), f"DECIMAL({precision},{scale})")
     if kind == "date":
         day = datetime.date(1970, 1, 1) + datetime.timedelta(days=value)
         return cast_to(exp.Literal.string(day.isoformat()), "DATE")

@@ -17,8 +17,9 @@ from dltrace.rewriter.context import RewriteContext, unsupported
 
 
 def semi_anti_join(expression: exp.Expression, context: RewriteContext) -> exp.Expression:
-    """Replace semi and anti joins by EXISTS / NOT EXISTS conditions."""
-    for select in list(expression.find_all(exp.Select)):
+    """Replace semi and anti joins by EXISTS / NOT EXISTS conditions, innermost first: a join's
+    right side is copied into its EXISTS, so the joins inside it must be rewritten before."""
+    for select in reversed(list(expression.find_all(exp.Select))):
         joins = list(select.args.get("joins") or [])
         for i, join in enumerate(joins):
             kind = join.kind.upper()
