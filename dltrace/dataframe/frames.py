@@ -12,13 +12,9 @@ through the engine like any query: one rewriter for SQL and DataFrames.
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING
 
 from dltrace.dataframe.plan import Catalog, translate
 from dltrace.errors import BadInput
-
-if TYPE_CHECKING:
-    from dltrace.session import LineageSession
 
 CONNECT_NEEDED = (
     "DataFrames are traced from their Spark Connect plan: build them in ls.frames (dltrace starts Spark in Connect "
@@ -37,7 +33,7 @@ def is_connect_frame(frame) -> bool:
 class DataFrameFront:
     """``LineageSession``'s DataFrame front door: the users' Connect session and its views."""
 
-    def __init__(self, lineage: LineageSession) -> None:
+    def __init__(self, lineage) -> None:  # the LineageSession it belongs to
         self.lineage = lineage
         self._spark = None
         self._defined: dict[str, str] = {}  # view name -> the SQL it was defined with

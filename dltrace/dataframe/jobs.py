@@ -71,7 +71,7 @@ def run_job(lineage, path: str, semantics: str = "control", representation: str 
         if exists and action == "ignore":
             steps.append(Step(name.lower(), lineage.store.get(name).rows, 0.0, line, skipped=True))
         else:
-            saved = lineage.save(frame, name, semantics=semantics, repr=representation)
+            saved = lineage.save(frame, name, semantics=semantics, representation=representation)
             steps.append(Step(saved.name, saved.rows, time.perf_counter() - started, line))
         if on_step is not None:
             on_step(steps[-1])
