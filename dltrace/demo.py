@@ -3,13 +3,18 @@ its lineage decoded back to the base rows' keys."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 from dltrace.datasets import is_generated, register_tpch
 from dltrace.formatting import describe_lineage
 from dltrace.ids import split_id
 from dltrace.session import LineageSession
+from dltrace.spark import CONNECT_API
 
 DEMO_QUERY = """select l_orderkey, sum(l_extendedprice * (1 - l_discount)) as revenue,
        o_orderdate, o_shippriority
@@ -34,6 +39,8 @@ create or replace table natrev as
   from custrev join nation on c_nationkey = n_nationkey
   group by n_name;"""
 DEMO_BAD_ROW = "orders WHERE o_orderkey = 1"
+# the same two steps as an unmodified PySpark job (README, "PySpark DataFrame pipelines")
+DEMO_JOB = Path(__file__).with_name("examples") / "revenue_job.py"
 
 
 def step(message: str) -> None:
@@ -95,6 +102,7 @@ def pipeline(session: LineageSession) -> None:
     print("\n" + DEMO_PIPELINE + "\n")
     for outcome in session.run_script(DEMO_PIPELINE):
         step(f"  saved result {outcome.name}: {outcome.rows} rows in {outcome.seconds:.1f} s")
+    dataframe_job(session)
     step(f"impact of a bad source row across every saved result: {DEMO_BAD_ROW}")
     for name, frame in session.impact(DEMO_BAD_ROW).items():
         rows = frame.collect()
@@ -102,3 +110,29 @@ def pipeline(session: LineageSession) -> None:
         for row in rows[:SHOWN_PER_TABLE]:
             values = ", ".join(f"{k}={v}" for k, v in row.asDict().items() if k not in ("DL", "_row"))
             print(f"    _row {row._row}: {values}   (DL narrowed to the bad ids: {list(row.DL)})")
+
+
+def saved_lineage(session: LineageSession, name: str) -> Counter:
+    """A saved result's rows with their DLs, as a bag."""
+    return Counter((tuple(str(v) for k, v in row.asDict().items() if k not in ("DL", "_row")), tuple(row.DL))
+                   for row in session.result(name).collect())
+
+
+def dataframe_job(session: LineageSession) -> None:
+    """The same steps as a PySpark job, ``dltrace run`` in a process of its own (a job runs
+    Spark in Connect mode); its saved results replace the SQL pipeline's, with the same DLs."""
+    shown = os.path.relpath(DEMO_JOB) if DEMO_JOB.is_relative_to(Path.cwd()) else DEMO_JOB
+    step(f"the same pipeline as a PySpark job: dltrace run {shown}")
+    before = {name: saved_lineage(session, name) for name in ("custrev", "natrev")}
+    env = {k: v for k, v in os.environ.items() if k not in CONNECT_API}
+    done = subprocess.run([sys.executable, "-m", "dltrace", "run", str(DEMO_JOB), "--catalog",
+                           str(session.catalog.directory)], capture_output=True, text=True, env=env)
+    for line in done.stderr.splitlines():
+        if line.startswith("dltrace"):
+            step("  " + line.removeprefix("dltrace: "))
+    if done.returncode != 0:
+        step("  the job failed (above); the SQL pipeline's results stay")
+        return
+    same = all(saved_lineage(session, name) == rows for name, rows in before.items())
+    step(f"  its rows and DLs equal the SQL pipeline's: {'yes' if same else 'NO'}")
+

@@ -23,15 +23,19 @@ from __future__ import annotations
 import contextlib
 import doctest
 import io
+import os
 import re
 import shlex
 import shutil
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from dltrace.cli import main
+from dltrace.spark import CONNECT_API
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -91,6 +95,8 @@ def run_command(command: str) -> str:
     if not words or words[0] != "dltrace":
         raise ValueError(f"README commands run here are dltrace commands, not {command!r}: "
                          "mark the block <!-- readme-test: skip REASON -->")
+    if words[1:2] == ["run"] and words[-1].endswith(".py"):
+        return run_job(words)
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main(words[1:])
@@ -99,6 +105,17 @@ def run_command(command: str) -> str:
         out = io.StringIO()
     assert code == 0, f"{command!r} exited with {code}: {err.getvalue()}"
     return out.getvalue() + err.getvalue()
+
+
+def run_job(words: list[str]) -> str:
+    """``dltrace run job.py`` in a process of its own: a PySpark job runs Spark in Connect mode,
+    which a process whose Spark started classic cannot switch to.  Its stdout and its
+    ``dltrace:`` lines on stderr (Spark's own warnings aside)."""
+    env = {k: v for k, v in os.environ.items() if k not in CONNECT_API}
+    done = subprocess.run([sys.executable, "-m", "dltrace", *words[1:]], capture_output=True, text=True, env=env,
+                          timeout=900)
+    assert done.returncode == 0, f"{' '.join(words)} exited with {done.returncode}: {done.stderr}"
+    return done.stdout + "".join(line + "\n" for line in done.stderr.splitlines() if line.startswith("dltrace"))
 
 
 def check_console(block: Block) -> None:
@@ -130,6 +147,7 @@ def workdir(tpch, tmp_path_factory) -> Path:
     home = tmp_path_factory.mktemp("readme")
     (home / "data").symlink_to(ROOT / "data")
     (home / "tpch").symlink_to(ROOT / "tpch")
+    (home / "dltrace").symlink_to(ROOT / "dltrace")  # its examples (a PySpark job)
     shutil.copytree(tpch.catalog.directory, home / ".dltrace", ignore=shutil.ignore_patterns("indexes", "results"))
     return home
 
