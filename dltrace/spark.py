@@ -12,6 +12,7 @@ no JVM runs here.
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
 import socket
@@ -120,7 +121,7 @@ def get_spark(master: str | None = None, conf: dict[str, str] | None = None, con
     if remote:
         check_connect_client(remote)
         wait_for_connect_server(remote)
-        _session = SparkSession.builder.appName("dltrace").remote(remote).getOrCreate()
+        _session = closed_at_exit(SparkSession.builder.appName("dltrace").remote(remote).getOrCreate())
         return _session
     classic = _embedded(master or os.environ.get("SPARK_MASTER") or "local[*]", {**DEFAULT_CONF, **(conf or {})})
     if connect is None:
@@ -162,7 +163,28 @@ def connect_session(url: str):
     """A new Spark Connect session (temporary views of its own) on the server at ``url``."""
     from pyspark.sql.connect.session import SparkSession
 
-    return SparkSession.builder.remote(url).create()
+    return closed_at_exit(SparkSession.builder.remote(url).create())
+
+
+_connect_sessions: list = []
+
+
+def closed_at_exit(session):
+    """``session`` (Spark Connect), its channel closed when this process exits, before the
+    embedded JVM serving it stops: closed later (by its ``__del__`` at the interpreter's
+    end), gRPC waits for a server that is gone, and the process never exits."""
+    if not _connect_sessions:
+        atexit.register(close_connect_sessions)
+    _connect_sessions.append(session)
+    return session
+
+
+def close_connect_sessions() -> None:
+    for session in reversed(_connect_sessions):
+        client = session.client
+        if not client.is_closed:
+            client.close()
+    _connect_sessions.clear()
 
 
 # Spark's sort aggregate in place of its object hash aggregate, for a query whose groups are

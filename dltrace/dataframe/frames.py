@@ -144,4 +144,6 @@ def clone(engine):
     """A new session (its own temporary views) on the server ``engine`` is connected to."""
     from pyspark.sql.connect.session import SparkSession
 
-    return SparkSession(connection=engine.client._builder)
+    from dltrace.spark import closed_at_exit
+
+    return closed_at_exit(SparkSession(connection=engine.client._builder))
