@@ -8,10 +8,16 @@ lineage (README, "PySpark DataFrame pipelines").
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-spark = SparkSession.builder.appName("revenue").getOrCreate()
-custrev = (spark.table("customer").join(spark.table("orders"), F.col("c_custkey") == F.col("o_custkey"))
-           .groupBy("c_custkey", "c_nationkey").agg(F.sum("o_totalprice").alias("revenue")))
-custrev.write.mode("overwrite").saveAsTable("custrev")
-natrev = (spark.table("custrev").join(spark.table("nation"), F.col("c_nationkey") == F.col("n_nationkey"))
-          .groupBy("n_name").agg(F.sum("revenue").alias("revenue"), F.count("*").alias("customers")))
-natrev.write.mode("overwrite").saveAsTable("natrev")
+
+def main() -> None:
+    spark = SparkSession.builder.appName("revenue").getOrCreate()
+    custrev = (spark.table("customer").join(spark.table("orders"), F.col("c_custkey") == F.col("o_custkey"))
+               .groupBy("c_custkey", "c_nationkey").agg(F.sum("o_totalprice").alias("revenue")))
+    custrev.write.mode("overwrite").saveAsTable("custrev")
+    natrev = (spark.table("custrev").join(spark.table("nation"), F.col("c_nationkey") == F.col("n_nationkey"))
+              .groupBy("n_name").agg(F.sum("revenue").alias("revenue"), F.count("*").alias("customers")))
+    natrev.write.mode("overwrite").saveAsTable("natrev")
+
+
+if __name__ == "__main__":
+    main()
