@@ -125,10 +125,20 @@ def writes_as_steps(save: Callable) -> Iterator[None]:
     from pyspark.sql.connect.dataframe import DataFrame
     from pyspark.sql.connect.readwriter import DataFrameWriter, DataFrameWriterV2
 
+    def as_step(frame, name: str, mode: str | None) -> None:
+        """``save`` with Connect's own writers back: dltrace writes the step's files with them."""
+        for (cls, method), function in earlier.items():
+            setattr(cls, method, function)
+        try:
+            save(frame, name, mode)
+        finally:
+            for (cls, method), function in patches.items():
+                setattr(cls, method, function)
+
     def save_as_table(writer, name, format=None, mode=None, partitionBy=None, **options):
         if partitionBy:
             raise UnsupportedLineage(f"saveAsTable({name!r}, partitionBy=...): a saved step is not partitioned")
-        save(DataFrame(writer._df, writer._spark), name, mode or writer._write.mode)
+        as_step(DataFrame(writer._df, writer._spark), name, mode or writer._write.mode)
 
     def refuse(method: str) -> Callable:
         def refused(*args, **kwargs):
@@ -138,7 +148,7 @@ def writes_as_steps(save: Callable) -> Iterator[None]:
 
     def v2(mode: str) -> Callable:
         def write(writer) -> None:
-            save(DataFrame(writer._df, writer._spark), writer._table_name, mode)
+            as_step(DataFrame(writer._df, writer._spark), writer._table_name, mode)
         return write
 
     patches = {(DataFrameWriter, "saveAsTable"): save_as_table,
