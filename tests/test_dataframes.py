@@ -335,7 +335,7 @@ def test_a_refused_sink_in_a_job_is_one_line_and_saves_nothing(job_catalogs, tmp
     done = dltrace_cli("run", str(script), catalog=job_side.catalog.directory)
     assert done.returncode == 2, done.stderr
     assert len(done.stderr.strip().splitlines()[-1:]) == 1 and "append" in done.stderr
-    assert "line 9" in done.stderr  # the script's line that wrote it
+    assert "line 10" in done.stderr  # the script's line that wrote it
     assert "natrev2" not in {r.name for r in job_side.results()}
 
 
