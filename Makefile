@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo lint test test-fast fuzz bench clean
+.PHONY: demo lint test test-heavy test-fast fuzz bench clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10))' || { echo "dltrace needs Python 3.10 or newer"; exit 2; }
@@ -19,8 +19,12 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check
 
+# every test but the heavy ones (many JVMs, benchmarks end to end: make test-heavy)
 test: lint
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -m "not heavy"
+
+test-heavy: $(STAMP)
+	$(BIN)/python -m pytest -q -m heavy
 
 # what needs no JVM, in seconds: the rule fixtures, the golden SQL, the doctests, the unit
 # tests (tests/conftest.py: a test that starts a JVM fails here; mark it spark)

@@ -40,6 +40,10 @@ def pytest_configure(config) -> None:
     config.addinivalue_line(
         "markers", "slow: a property test of many examples (over 10 s); make test-fast leaves it out"
     )
+    config.addinivalue_line(
+        "markers", "heavy: many JVMs or processes, or a benchmark end to end (minutes each); make test leaves "
+                   "it out, make test-heavy runs it"
+    )
     if NO_JVM:
         forbid_jvm()
 

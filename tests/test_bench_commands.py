@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
+pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.heavy]
 
 COMMANDS = {
     "walmart bench": ("walmart.__main__", ["bench", "--scale", "0.01", "--repeat", "1", "--out", "{out}"]),

@@ -339,6 +339,7 @@ def test_a_refused_sink_in_a_job_is_one_line_and_saves_nothing(job_catalogs, tmp
     assert "natrev2" not in {r.name for r in job_side.results()}
 
 
+@pytest.mark.heavy  # a Spark Connect server's JVM and the job's
 def test_a_pyspark_job_on_a_spark_connect_server(job_catalogs, connect_server, tpch, tmp_path_factory):
     sql_side, _, script, _ = job_catalogs
     remote = tpch_copy(tpch, tmp_path_factory, "remote-job")

@@ -172,7 +172,8 @@ def check_catalog(catalog: Path | Location, tables: list[str], spark) -> Lineage
     return session
 
 
-@pytest.mark.slow  # eight JVMs on the test machine's two cores: minutes
+@pytest.mark.heavy  # eight JVMs on the test machine's two cores: minutes
+@pytest.mark.slow
 @pytest.mark.spark
 def test_eight_writers_at_once(spark, tmp_path) -> None:
     ended = run_writers(tmp_path / "catalog", {})
@@ -189,6 +190,7 @@ FAULTS = {  # a writer per fault point; the others are not killed
 }
 
 
+@pytest.mark.heavy
 @pytest.mark.slow
 @pytest.mark.spark
 def test_eight_writers_at_once_some_killed_at_each_fault_point(spark, tmp_path) -> None:
