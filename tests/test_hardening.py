@@ -293,12 +293,16 @@ def test_a_bug_in_dltrace_is_one_line_with_its_traceback_in_a_file(capsys, monke
     traceback_file.unlink()
 
 
-def test_spark_out_of_memory_is_one_line_saying_what_to_do(tmp_path):
+def test_spark_out_of_memory_is_one_line_saying_what_to_do(tmp_path, monkeypatch):
     """A task out of memory stops local Spark's whole JVM: Python sees the connection go, and
-    the reason is only in the JVM's log."""
+    the reason is only in the JVM's log (read once the JVM is found gone: here it is made so,
+    whatever JVM this test process runs)."""
     from py4j.protocol import Py4JNetworkError
 
+    from dltrace import errors
     from dltrace.errors import unexpected_error
+
+    monkeypatch.setattr(errors, "jvm_alive", lambda: False)
 
     log = tmp_path / "spark.log"
     log.write_text("ERROR Executor: Exception in task 0.0\njava.lang.OutOfMemoryError: Java heap space\n")
