@@ -29,7 +29,6 @@ BINARY = {
     "and": exp.And, "or": exp.Or, "+": exp.Add, "-": exp.Sub, "*": exp.Mul, "/": exp.Div, "%": exp.Mod,
     "&": exp.BitwiseAnd, "|": exp.BitwiseOr, "^": exp.BitwiseXor,
 }
-PREDICATES = {"isnull": exp.Is, "isnotnull": exp.Is}
 # scalar types of Connect's DataType message, as Spark SQL names them
 SIMPLE_TYPES = {
     "null": "VOID", "binary": "BINARY", "boolean": "BOOLEAN", "byte": "TINYINT", "short": "SMALLINT",
