@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """The handler the command's module set (``dltrace/commands``)."""
-    return args.run(args)
+    return args.handler(args)
 
 
 if __name__ == "__main__":

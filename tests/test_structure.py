@@ -66,3 +66,18 @@ def test_functions_are_measured_by_qualified_name():
     tree = ast.parse("class A:\n    def f(self):\n        def g():\n            pass\n\ndef h():\n    pass\n")
     assert [(name, node.end_lineno - node.lineno + 1) for name, node in functions(tree)] == [
         ("A.f", 3), ("A.f.g", 2), ("h", 2)]
+
+
+def test_no_command_option_shadows_its_handler():
+    """Each command's handler travels in ``args.handler``: an option of that name (``--handler``)
+    would replace the handler by the option's value, as ``lineage-sql --run`` once replaced
+    ``args.run``."""
+    import argparse
+
+    from dltrace.cli import parser
+
+    top = parser()
+    commands = next(action for action in top._actions if isinstance(action, argparse._SubParsersAction))
+    for name, command in commands.choices.items():
+        assert callable(command.get_default("handler")), name
+        assert all(action.dest != "handler" for action in command._actions), name

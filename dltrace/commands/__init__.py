@@ -2,7 +2,7 @@
 
 Every module has ``add_parser(commands, parents)``, which adds its subcommand to the
 ``dltrace`` parser (``parents``: the shared options, ``common.Parents``) and sets the
-handler ``args.run(args) -> exit status`` that ``cli.run`` calls.  A new command is a new
+handler ``args.handler(args) -> exit status`` that ``cli.run`` calls.  A new command is a new
 module listed in ``COMMANDS``.
 """
 

@@ -25,7 +25,7 @@ def add_parser(commands, parents: Parents) -> None:
         help="also the reasons of the reason-capable UDFs that fed the row (re-run on its lineage only)",
     )
     add_summary_flags(explain)
-    explain.set_defaults(run=run)
+    explain.set_defaults(handler=run)
 
 
 @reporting_warnings

@@ -23,7 +23,7 @@ def add_parser(commands, parents: Parents) -> None:
     impact.add_argument("--no-index", action="store_true", help="stored mode: scan the result, not its forward index")
     impact.add_argument("--format", choices=OUTPUTS, default="table")
     impact.add_argument("--limit", type=int, help="at most N rows (table format: 50 by default)")
-    impact.set_defaults(run=run)
+    impact.set_defaults(handler=run)
 
 
 @reporting_warnings

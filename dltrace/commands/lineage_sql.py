@@ -20,7 +20,7 @@ def add_parser(commands, parents: Parents) -> None:
     lineage.add_argument("--run", action="store_true", help="run the query on Spark and print its rows")
     lineage.add_argument("--format", choices=("table", "json", "csv"), default="table")
     lineage.add_argument("--limit", type=int, help="with --run: at most N rows (table format: 50 by default)")
-    lineage.set_defaults(run=run)
+    lineage.set_defaults(handler=run)
 
 
 @reporting_warnings

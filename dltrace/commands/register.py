@@ -27,7 +27,7 @@ def add_parser(commands, parents: Parents) -> None:
         action=argparse.BooleanOptionalAction,
         help="CSV: the first row holds the column names (default: yes, unless it looks like data)",
     )
-    reg.set_defaults(run=run)
+    reg.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:

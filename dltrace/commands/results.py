@@ -25,7 +25,7 @@ def add_parser(commands, parents: Parents) -> None:
     )
     results.add_argument("name", nargs="?", help="the result to drop or index")
     results.add_argument("--format", choices=OUTPUTS, default="table")
-    results.set_defaults(run=run)
+    results.set_defaults(handler=run)
 
 
 @reporting_warnings

@@ -14,7 +14,7 @@ def add_parser(commands, parents: Parents) -> None:
         "rewrite", parents=[parents.common, parents.lineage], help="print the lineage query as a spark-sql script"
     )
     rew.add_argument("query", help="SQL text or @file.sql")
-    rew.set_defaults(run=run)
+    rew.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:

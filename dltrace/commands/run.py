@@ -22,7 +22,7 @@ def add_parser(commands, parents: Parents) -> None:
                                      "script (.py) whose saveAsTable writes become saved steps")
     script.add_argument("--format", choices=FORMATS, default="table", help="how its queries' rows are printed")
     script.add_argument("--limit", type=int, help="at most N rows per query (table format: 50 by default)")
-    script.set_defaults(run=run)
+    script.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -21,7 +21,7 @@ def add_parser(commands, parents: Parents) -> None:
     sql.add_argument("--format", choices=FORMATS, default="table")
     sql.add_argument("--limit", type=int, help="at most N rows (table format: 50 by default)")
     sql.add_argument("--save", metavar="NAME", help="keep the result with its lineage for impact and explain")
-    sql.set_defaults(run=run)
+    sql.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -31,7 +31,7 @@ def add_parser(commands, parents: Parents) -> None:
     tables.add_argument("name", nargs="?", help="the table to drop")
     tables.add_argument("--force", action="store_true", help="drop even though saved results depend on the table")
     tables.add_argument("--format", choices=("table", "json"), default="table")
-    tables.set_defaults(run=run)
+    tables.set_defaults(handler=run)
 
 
 def id_range(entry: TableEntry) -> str:

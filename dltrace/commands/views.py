@@ -15,7 +15,7 @@ def add_parser(commands, parents: Parents) -> None:
     views = commands.add_parser("views", parents=[parents.common], help="list the catalog's views, or drop one")
     views.add_argument("action", nargs="?", choices=("list", "drop"), default="list")
     views.add_argument("name", nargs="?", help="the view to drop")
-    views.set_defaults(run=run)
+    views.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
