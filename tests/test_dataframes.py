@@ -11,7 +11,6 @@ The DataFrames are built on Spark Connect, served by the test run's own JVM
 from __future__ import annotations
 
 import os
-import random
 import subprocess
 import sys
 import textwrap
@@ -24,7 +23,7 @@ from dltrace import LineageSession
 from dltrace.errors import BadInput, UnsupportedLineage
 from dltrace.spark import CONNECT_API, connect_session, serve_connect
 from tests.conftest import ROOT, tpch_copy
-from tests.oracle import DuckOracle
+from tests.oracle import DuckOracle, check_completeness
 from tests.test_representations import lineage_bag
 from tpch.queries import load
 
@@ -138,12 +137,20 @@ def programs(spark):
                  .join(nation, F.col("c_nationkey") == F.col("n_nationkey")).select("c_custkey", "n_name"),
             "select c_custkey, n_name from customer join nation on c_nationkey = n_nationkey "
             "where c_acctbal > 9000"),
+        "subqueries": (
+            nation.where(~orders.where(F.col("o_custkey") == F.col("n_nationkey").outer()).exists()
+                         & F.col("n_regionkey").isin(nation.where(F.col("n_name") < "F").select("n_regionkey")))
+                  .select("n_name", customer.where(F.col("c_nationkey") == F.col("n_nationkey").outer())
+                          .select(F.count("*")).scalar().alias("customers")),
+            "select n_name, (select count(*) from customer where c_nationkey = n_nationkey) as customers "
+            "from nation where not exists (select * from orders where o_custkey = n_nationkey) "
+            "and n_regionkey in (select n_regionkey from nation where n_name < 'F')"),
     }
 
 
 PROGRAMS = ["filter-select", "sql-strings", "withColumn-rename-drop", "join-group", "join-using-left", "semi-anti",
             "self-join-alias", "distinct-dropDuplicates", "set-operations", "window-orderBy-limit",
-            "when-cast-isin-na", "spark-sql-inside"]
+            "when-cast-isin-na", "spark-sql-inside", "subqueries"]
 
 
 @pytest.mark.parametrize("name", PROGRAMS)
@@ -163,17 +170,8 @@ def tpch_query(number: int) -> str:
     return load(f"q{number}")
 
 
-# Queries whose DataFrame program is written differently from the SQL (tpch/dataframe_queries.py
-# says how): a subquery of WHERE or HAVING written as a join with an aggregate, whose rows count
-# under data semantics where the subquery's do not; Q18's IN over a grouped subquery as a semi
-# join with the aggregate (its rows count once, not per joined line item).  Their rows are the
-# SQL query's; their lineage is checked by the completeness oracle on the program's own SQL.
-WRITTEN_AS_JOINS = {"data": {2, 11, 15, 20, 22}, "control": {18, 20}}
-
-
-# every query under control semantics; under data semantics those whose subqueries differ
-# from the SQL's, and a sample of the rest
-TPCH_CASES = [(n, "control") for n in range(1, 23)] + [(n, "data") for n in (1, 3, 4, 11, 16, 17, 21, 22)]
+# every query under both semantics, a sample of them with BDDs
+TPCH_CASES = [(n, semantics) for semantics in ("control", "data") for n in range(1, 23)]
 
 
 @pytest.mark.parametrize("number, semantics", TPCH_CASES, ids=[f"q{n}-{s}" for n, s in TPCH_CASES])
@@ -181,54 +179,39 @@ def test_tpch_in_the_dataframe_api_equals_sql(frames, number, semantics):
     from tpch.dataframe_queries import QUERIES
 
     frame = QUERIES[f"q{number}"](frames.frames)
-    representation = "bdd" if number % 5 == 0 else "set"
-    if number not in WRITTEN_AS_JOINS[semantics]:
-        check_same(frames, frame, tpch_query(number), semantics, representation)
-        return
-    traced = frames.trace(frame, semantics, representation).collect()
-    written = frames.sql(tpch_query(number), semantics, representation).collect()
-    assert values_bag(traced) == values_bag(written)
-    if semantics == "control":
-        oracle = DuckOracle(frames)
-        sql = frames.dataframe_sql(frame)
-        as_ids = frames.trace(frame)
-        columns = [c for c in as_ids.columns if c != "DL"]
-        rows = as_ids.collect()
-        for row in random.Random(number).sample(rows, min(3, len(rows))):
-            assert _close(row, columns, oracle.run(sql, row["DL"]))
+    check_same(frames, frame, tpch_query(number), semantics, "bdd" if number % 5 == 0 else "set")
 
 
-@pytest.mark.parametrize("number", [1, 3, 10, 13, 16, 21])
+def check_complete(session: LineageSession, frame, most: int = 3) -> None:
+    """The paper's completeness theorem on the SQL a program is translated to, in its tree
+    form (each table occurrence a relation of its own, as tests/test_tpch.py checks SQL): DuckDB
+    runs the query on the base rows of a row's DL and gives back exactly that row."""
+    sql = session.dataframe_sql(frame)
+    tree = session.sql(sql, tag_instances=True).collect()
+    check_completeness(DuckOracle(session), sql, tree, tree=True, most=most, instances=True)
+
+
+@pytest.mark.parametrize("name", ["q2", "q11", "q15", "q18", "q20", "q22"])
+def test_tpch_subqueries_written_as_joins(frames, name):
+    """The same queries with their subqueries written as joins (tpch/dataframe_joined.py) are
+    other queries under the paper's semantics: they give the SQL's rows, and lineage complete
+    for their own SQL."""
+    from tpch.dataframe_joined import JOINED
+
+    frame = JOINED[name](frames.frames)
+    assert values_bag(frames.trace(frame).collect()) == values_bag(frames.sql(load(name), lineage=False).collect())
+    check_complete(frames, frame)
+
+
+@pytest.mark.parametrize("number", [1, 2, 3, 10, 13, 16, 20, 21, 22])
 def test_tpch_dataframe_lineage_is_complete(frames, number):
-    """The paper's completeness theorem on the SQL a program is translated to, run by DuckDB
-    on the base rows of a row's DL: the row comes back."""
     from tpch.dataframe_queries import QUERIES
 
-    frame = QUERIES[f"q{number}"](frames.frames)
-    traced = frames.trace(frame)
-    rows, columns = traced.collect(), [c for c in traced.columns if c != "DL"]
-    oracle, sql = DuckOracle(frames), frames.dataframe_sql(frame)
-    for row in random.Random(number).sample(rows, min(3, len(rows))):
-        assert _close(row, columns, oracle.run(sql, row["DL"]))
+    check_complete(frames, QUERIES[f"q{number}"](frames.frames))
 
 
 def values_bag(rows) -> Counter:
     return Counter(tuple(str(v) for k, v in r.asDict().items() if k != "DL") for r in rows)
-
-
-def _close(row, columns, got) -> bool:
-    """``row`` is among ``got`` (DuckDB's rows), numbers compared to 9 significant digits
-    (DuckDB's decimal averages are doubles)."""
-    import decimal
-    import math
-
-    def near(a, b):
-        numbers = (int, float, decimal.Decimal)
-        if isinstance(a, numbers) and isinstance(b, numbers) and not isinstance(a, bool):
-            return math.isclose(float(a), float(b), rel_tol=1e-6, abs_tol=1e-6)  # Spark rounds averages
-        return a == b
-
-    return any(all(near(row[c], value) for c, value in zip(columns, r)) for r in got)
 
 
 @pytest.mark.parametrize("operator, build", [

@@ -13,12 +13,14 @@ as ``0.05`` is a DECIMAL, so the queries use ``F.lit(Decimal("0.05"))`` (``F.lit
 a DOUBLE and change the results' types and values).  Date arithmetic of the SQL
 (``date '1998-12-01' - interval '90' day``) is a precomputed ``datetime.date``.
 
-Subqueries become joins (a comment at each query says how where it differs from the SQL):
-correlated subqueries join an aggregated DataFrame, ``EXISTS``/``IN`` are ``left_semi`` joins,
-``NOT EXISTS``/``NOT IN`` are ``left_anti`` joins, scalar subqueries are a ``crossJoin`` (or a
-join) with a one-row aggregate.  A table read twice under one name in the SQL (``nation n1,
-nation n2``, ``lineitem l1, l2, l3``) is read with renamed columns so that every column name of
-a join is unambiguous.
+Subqueries are written both ways data engineers write them (a comment at each query says
+which): with Spark 4's DataFrame subqueries where the SQL's meaning depends on it
+(``df.scalar()``, ``df.exists()``, ``col.isin(df)``, correlated by ``Column.outer()``: q2, q11,
+q15, q18, q20, q22), and as ``left_semi``/``left_anti`` joins where that is the same query
+(``EXISTS``, ``NOT IN``, ``EXISTS``/``NOT EXISTS`` of q4, q16, q21) or a join with an
+aggregate (q17); ``tpch/dataframe_joined.py`` has the first six written as joins.  A table read
+twice under one name in the SQL (``nation n1, nation n2``, ``lineitem l1, l2, l3``) is read
+with renamed columns so that every column name of a join is unambiguous.
 """
 
 from __future__ import annotations
@@ -60,26 +62,24 @@ def q1(spark: SparkSession) -> DataFrame:
 
 
 def q2(spark: SparkSession) -> DataFrame:
-    # the correlated subquery min(ps_supplycost) is a join with partsupp's minimum cost per part
-    # (over European suppliers), grouped by ps_partkey
-    europe = (
-        spark.table("region")
-        .filter(F.col("r_name") == "EUROPE")
-        .join(spark.table("nation"), F.col("n_regionkey") == F.col("r_regionkey"))
-        .join(spark.table("supplier"), F.col("s_nationkey") == F.col("n_nationkey"))
-    )
-    europe_partsupp = spark.table("partsupp").join(europe, F.col("s_suppkey") == F.col("ps_suppkey"))
-    min_cost = europe_partsupp.groupBy("ps_partkey").agg(F.min("ps_supplycost").alias("min_supplycost")).select(
-        F.col("ps_partkey").alias("min_partkey"), "min_supplycost"
+    # the correlated scalar subquery: p_partkey is the outer query's (Column.outer())
+    def european(partsupp: DataFrame) -> DataFrame:
+        return (
+            partsupp.join(spark.table("supplier"), F.col("s_suppkey") == F.col("ps_suppkey"))
+            .join(spark.table("nation"), F.col("s_nationkey") == F.col("n_nationkey"))
+            .join(spark.table("region"), F.col("n_regionkey") == F.col("r_regionkey"))
+            .filter(F.col("r_name") == "EUROPE")
+        )
+
+    min_cost = (
+        european(spark.table("partsupp"))
+        .filter(F.col("p_partkey").outer() == F.col("ps_partkey"))
+        .select(F.min("ps_supplycost"))
     )
     return (
-        spark.table("part")
+        european(spark.table("part").join(spark.table("partsupp"), F.col("p_partkey") == F.col("ps_partkey")))
         .filter((F.col("p_size") == 15) & F.col("p_type").like("%BRASS"))
-        .join(europe_partsupp, F.col("p_partkey") == F.col("ps_partkey"))
-        .join(
-            min_cost,
-            (F.col("p_partkey") == F.col("min_partkey")) & (F.col("ps_supplycost") == F.col("min_supplycost")),
-        )
+        .filter(F.col("ps_supplycost") == min_cost.scalar())
         .select("s_acctbal", "s_name", "n_name", "p_partkey", "p_mfgr", "s_address", "s_phone", "s_comment")
         .orderBy(F.desc("s_acctbal"), "n_name", "s_name", "p_partkey")
     )
@@ -278,22 +278,22 @@ def q10(spark: SparkSession) -> DataFrame:
 
 
 def q11(spark: SparkSession) -> DataFrame:
-    # the HAVING clause's scalar subquery (German stock value * 0.0001) is a crossJoin with a
-    # one-row aggregate, then a filter
-    german_stock = (
-        spark.table("nation")
-        .filter(F.col("n_name") == "GERMANY")
-        .join(spark.table("supplier"), F.col("s_nationkey") == F.col("n_nationkey"))
-        .join(spark.table("partsupp"), F.col("ps_suppkey") == F.col("s_suppkey"))
-    )
+    # the HAVING clause's scalar subquery is a filter after the aggregate
+    def german_stock() -> DataFrame:
+        return (
+            spark.table("partsupp")
+            .join(spark.table("supplier"), F.col("ps_suppkey") == F.col("s_suppkey"))
+            .join(spark.table("nation"), F.col("s_nationkey") == F.col("n_nationkey"))
+            .filter(F.col("n_name") == "GERMANY")
+        )
+
     stock_value = F.col("ps_supplycost") * F.col("ps_availqty")
-    threshold = german_stock.agg((F.sum(stock_value) * F.lit(Decimal("0.0001"))).alias("threshold"))
+    threshold = german_stock().select(F.sum(stock_value) * F.lit(Decimal("0.0001")))
     return (
-        german_stock.groupBy("ps_partkey")
+        german_stock()
+        .groupBy("ps_partkey")
         .agg(F.sum(stock_value).alias("value"))
-        .crossJoin(threshold)
-        .filter(F.col("value") > F.col("threshold"))
-        .select("ps_partkey", "value")
+        .filter(F.col("value") > threshold.scalar())
         .orderBy(F.desc("value"))
     )
 
@@ -351,8 +351,7 @@ def q14(spark: SparkSession) -> DataFrame:
 
 
 def q15(spark: SparkSession) -> DataFrame:
-    # the CTE revenue0 is a DataFrame used twice; the scalar subquery max(total_revenue) is a join
-    # with its one-row aggregate
+    # the CTE revenue0 is a DataFrame used twice, once in the scalar subquery
     revenue0 = (
         spark.table("lineitem")
         .filter(
@@ -363,11 +362,10 @@ def q15(spark: SparkSession) -> DataFrame:
         .agg(F.sum(_revenue()).alias("total_revenue"))
         .withColumnRenamed("l_suppkey", "supplier_no")
     )
-    top = revenue0.agg(F.max("total_revenue").alias("max_revenue"))
     return (
         spark.table("supplier")
         .join(revenue0, F.col("s_suppkey") == F.col("supplier_no"))
-        .join(top, F.col("total_revenue") == F.col("max_revenue"))
+        .filter(F.col("total_revenue") == revenue0.select(F.max("total_revenue")).scalar())
         .select("s_suppkey", "s_name", "s_address", "s_phone", "total_revenue")
         .orderBy("s_suppkey")
     )
@@ -412,20 +410,19 @@ def q17(spark: SparkSession) -> DataFrame:
 
 
 def q18(spark: SparkSession) -> DataFrame:
-    # IN (orders of more than 300 units: a GROUP BY ... HAVING) is a left semi join with the
-    # aggregate, filtered
+    # IN (orders of more than 300 units) is Column.isin of a DataFrame
     large_orders = (
         spark.table("lineitem")
         .groupBy("l_orderkey")
         .agg(F.sum("l_quantity").alias("order_quantity"))
         .filter(F.col("order_quantity") > 300)
-        .select(F.col("l_orderkey").alias("large_orderkey"))
+        .select("l_orderkey")
     )
     return (
-        spark.table("orders")
-        .join(large_orders, F.col("o_orderkey") == F.col("large_orderkey"), how="left_semi")
-        .join(spark.table("customer"), F.col("c_custkey") == F.col("o_custkey"))
+        spark.table("customer")
+        .join(spark.table("orders"), F.col("c_custkey") == F.col("o_custkey"))
         .join(spark.table("lineitem"), F.col("o_orderkey") == F.col("l_orderkey"))
+        .filter(F.col("o_orderkey").isin(large_orders))
         .groupBy("c_name", "c_custkey", "o_orderkey", "o_orderdate", "o_totalprice")
         .agg(F.sum("l_quantity").alias("sum_qty"))
         .orderBy(F.desc("o_totalprice"), "o_orderdate")
@@ -458,33 +455,28 @@ def q19(spark: SparkSession) -> DataFrame:
 
 
 def q20(spark: SparkSession) -> DataFrame:
-    # the nested INs are left semi joins; the correlated subquery 0.5 * sum(l_quantity) is an inner
-    # join with lineitem's 1994 quantity per (part, supplier) (no line items: the subquery's NULL
-    # fails the comparison, as the inner join drops the row)
-    shipped = (
+    # nested IN subqueries (Column.isin of a DataFrame) and a correlated scalar subquery whose
+    # ps_partkey and ps_suppkey are the enclosing query's (Column.outer())
+    half_shipped = (
         spark.table("lineitem")
         .filter(
-            (F.col("l_shipdate") >= F.lit(datetime.date(1994, 1, 1)))
+            (F.col("l_partkey") == F.col("ps_partkey").outer())
+            & (F.col("l_suppkey") == F.col("ps_suppkey").outer())
+            & (F.col("l_shipdate") >= F.lit(datetime.date(1994, 1, 1)))
             & (F.col("l_shipdate") < F.lit(datetime.date(1995, 1, 1)))  # + interval '1' year
         )
-        .groupBy("l_partkey", "l_suppkey")
-        .agg((F.lit(Decimal("0.5")) * F.sum("l_quantity")).alias("half_quantity"))
+        .select(F.lit(Decimal("0.5")) * F.sum("l_quantity"))
     )
-    forest = spark.table("part").filter(F.col("p_name").like("forest%"))
+    forest = spark.table("part").filter(F.col("p_name").like("forest%")).select("p_partkey")
     excess = (
         spark.table("partsupp")
-        .join(forest, F.col("ps_partkey") == F.col("p_partkey"), how="left_semi")
-        .join(
-            shipped,
-            (F.col("l_partkey") == F.col("ps_partkey")) & (F.col("l_suppkey") == F.col("ps_suppkey")),
-        )
-        .filter(F.col("ps_availqty") > F.col("half_quantity"))
+        .filter(F.col("ps_partkey").isin(forest) & (F.col("ps_availqty") > half_shipped.scalar()))
+        .select("ps_suppkey")
     )
     return (
         spark.table("supplier")
-        .join(excess, F.col("s_suppkey") == F.col("ps_suppkey"), how="left_semi")
         .join(spark.table("nation"), F.col("s_nationkey") == F.col("n_nationkey"))
-        .filter(F.col("n_name") == "CANADA")
+        .filter(F.col("s_suppkey").isin(excess) & (F.col("n_name") == "CANADA"))
         .select("s_name", "s_address")
         .orderBy("s_name")
     )
@@ -529,20 +521,20 @@ def q21(spark: SparkSession) -> DataFrame:
 
 
 def q22(spark: SparkSession) -> DataFrame:
-    # the scalar subquery avg(c_acctbal) is a crossJoin with a one-row aggregate; NOT EXISTS
-    # (orders of the customer) is a left anti join
+    # a scalar subquery and NOT EXISTS (~DataFrame.exists(), correlated by Column.outer()) in
+    # the derived table custsale
     codes = ("13", "31", "23", "29", "30", "18", "17")
-    customers = spark.table("customer").withColumn("cntrycode", F.substring("c_phone", 1, 2))
+    country = F.substring("c_phone", 1, 2)
     average = (
-        customers.filter((F.col("c_acctbal") > F.lit(Decimal("0.00"))) & F.col("cntrycode").isin(*codes))
-        .agg(F.avg("c_acctbal").alias("avg_acctbal"))
+        spark.table("customer")
+        .filter((F.col("c_acctbal") > F.lit(Decimal("0.00"))) & country.isin(*codes))
+        .select(F.avg("c_acctbal"))
     )
+    orders = spark.table("orders").filter(F.col("o_custkey") == F.col("c_custkey").outer())
     custsale = (
-        customers.filter(F.col("cntrycode").isin(*codes))
-        .crossJoin(average)
-        .filter(F.col("c_acctbal") > F.col("avg_acctbal"))
-        .join(spark.table("orders"), F.col("o_custkey") == F.col("c_custkey"), how="left_anti")
-        .select("cntrycode", "c_acctbal")
+        spark.table("customer")
+        .filter(country.isin(*codes) & (F.col("c_acctbal") > average.scalar()) & ~orders.exists())
+        .select(country.alias("cntrycode"), "c_acctbal")
     )
     return (
         custsale.groupBy("cntrycode")

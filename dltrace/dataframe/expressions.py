@@ -49,6 +49,8 @@ class Scope(Protocol):
 
     def python_udf(self, udf) -> str: ...
 
+    def subquery(self, plan_id: int) -> exp.Query: ...
+
 
 def data_type(message) -> str:
     """A Connect ``DataType`` as Spark SQL's type name (``DECIMAL(12,2)``, ``ARRAY<BIGINT>``)."""
@@ -215,6 +217,20 @@ class ExpressionTranslator:
             end_side = "FOLLOWING"
         return exp.WindowSpec(kind="ROWS" if frame.frame_type == 1 else "RANGE", start=start,
                               start_side=start_side or None, end=end, end_side=end_side or None)
+
+    def _subquery_expression(self, message) -> exp.Expression:
+        """``df.scalar()``, ``df.exists()`` and ``col.isin(df)``: the SQL subqueries they are."""
+        query = self.scope.subquery(message.plan_id)
+        kind = message.subquery_type
+        if kind == 1:  # SUBQUERY_TYPE_SCALAR
+            return exp.Subquery(this=query)
+        if kind == 2:  # SUBQUERY_TYPE_EXISTS
+            return exp.Exists(this=query)
+        if kind == 4:  # SUBQUERY_TYPE_IN
+            values = self.many(message.in_subquery_values)
+            return exp.In(this=values[0] if len(values) == 1 else exp.Tuple(expressions=values),
+                          query=exp.Subquery(this=query))
+        raise UnsupportedLineage("DataFrame: a table argument (df.asTable()) is not supported by dltrace")
 
     def _unresolved_extract_value(self, message) -> exp.Expression:
         child, key = self(message.child), self(message.extraction)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from itertools import count
 
 from sqlglot import exp
+from sqlglot.optimizer.merge_subqueries import merge_subqueries
 
 from dltrace.dataframe.expressions import cast_to, literal, split_identifier
 from dltrace.dataframe.scope import SIMPLE_NAME, Column, Frame, Scope, unique_name
@@ -43,7 +44,7 @@ REFUSED = {
     "transpose": "transpose", "unresolved_table_valued_function": "a table-valued function",
     "replace": "na.replace", "sample_by": "sampleBy", "summary": "summary", "describe": "describe",
     "crosstab": "crosstab", "freq_items": "freqItems", "approx_quantile": "approxQuantile", "cov": "cov",
-    "corr": "corr", "with_relations": "a DataFrame subquery", "zip": "zip", "nearest_by_join": "a nearest join",
+    "corr": "corr", "zip": "zip", "nearest_by_join": "a nearest join",
     "cached_remote_relation": "a cached remote DataFrame", "catalog": "a catalog listing",
     "show_string": "show", "html_string": "show",
 }
@@ -60,17 +61,24 @@ class Catalog:
 
 
 def translate(relation, catalog: Catalog) -> exp.Query:
-    """The SQL query of a DataFrame's plan, its output columns named as Spark names them."""
+    """The SQL query of a DataFrame's plan, its output columns named as Spark names them.
+
+    A relation per SELECT nests as deep as the program is long; sqlglot's ``merge_subqueries``
+    then folds each derived table into the query over it where that keeps the query's meaning
+    (a filter of a join is the join's WHERE), which gives the query a person would write:
+    shorter to rewrite, and a subquery's correlated condition in its own WHERE."""
     translator = PlanTranslator(catalog)
     frame = translator.relation(relation)
     translator.name_all(frame)
-    return translator.finish(frame)
+    return merge_subqueries(translator.finish(frame))
 
 
 class PlanTranslator:
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
         self._aliases = count()
+        self.references: dict[int, object] = {}  # the subqueries' relations (df.scalar(), ...) by plan id
+        self.outer: list[Scope] = []  # the scopes a subquery being translated stands in, innermost last
 
     # -- relations ---------------------------------------------------------------------------
 
@@ -126,6 +134,27 @@ class PlanTranslator:
                 for projection, column in zip(branch.selects, columns):
                     projection.replace(exp.alias_(projection.unalias(), column.sql))
         return Frame(query, columns, message)
+
+    def _with_relations(self, with_relations, message) -> Frame:
+        """A relation whose expressions hold subqueries (``df.scalar()``, ``df.exists()``,
+        ``col.isin(df)``): the subqueries' relations come beside it, by plan id."""
+        for reference in with_relations.references:
+            self.references[reference.common.plan_id] = reference
+        return self.relation(with_relations.root)
+
+    def subquery(self, plan_id: int, scope: Scope) -> exp.Query:
+        """The query of the subquery relation ``plan_id``, its outer names resolved in ``scope``."""
+        if plan_id not in self.references:
+            raise BadInput(f"DataFrame: a subquery refers to plan {plan_id}, which the plan does not hold")
+        self.outer.append(scope)
+        try:
+            frame = self.relation(self.references[plan_id])
+        finally:
+            self.outer.pop()
+        if isinstance(frame.query, exp.Select) and frame.table is None:
+            return frame.query
+        inner = Scope(self, [frame])
+        return self.select(inner, inner.all()).query
 
     def _subquery_alias(self, alias, message) -> Frame:
         frame = self.relation(alias.input)

@@ -63,6 +63,7 @@ class Scope:
         self.translator = translator
         self.frames = frames
         self.aliases = [translator.alias() for _ in frames]
+        self.outer: Scope | None = translator.outer[-1] if translator.outer else None  # a subquery's
         self.expressions = ExpressionTranslator(self)
 
     def sources(self) -> list[exp.Expression]:
@@ -71,7 +72,7 @@ class Scope:
             if frame.table is not None:
                 out.append(exp.to_table(frame.table).as_(alias))
             else:
-                out.append(frame.query.subquery(alias))
+                out.append(frame.query.subquery(alias, copy=False))  # each frame is used once
         return out
 
     def ref(self, index: int, column: Column) -> exp.Column:
@@ -107,6 +108,8 @@ class Scope:
                 elif column.name is not None and column.name.lower() == parts[0].lower():
                     candidates.append((index, column, parts[1:]))
         qualified = [c for c in candidates if len(c[2]) < len(parts) - 1] or candidates
+        if not qualified and self.outer is not None:  # a correlated name: the enclosing query's
+            return self.outer.column(identifier, plan_id)
         if not qualified:
             known = ", ".join(c.name or "?" for f in self.frames for c in f.columns)
             raise UnknownColumn(f"DataFrame: column {identifier} is not among the columns here ({known})")
@@ -142,6 +145,9 @@ class Scope:
 
     def python_udf(self, udf) -> str:
         return self.translator.catalog.python_udf(udf)
+
+    def subquery(self, plan_id: int) -> exp.Query:
+        return self.translator.subquery(plan_id, self)
 
     # -- expressions --------------------------------------------------------------------------
 

@@ -50,9 +50,11 @@ def semi_join_reduction(query: exp.Expression, context: RewriteContext) -> exp.E
         return query
 
     def renamed(node: exp.Expression) -> exp.Expression:
+        """``node`` reading the keys' table: its own columns of ``alias`` renamed, not those of
+        a subquery nested in it (which may name its own table ``alias`` too: ``nation``)."""
         node = node.copy()
         for column in node.find_all(exp.Column):
-            if column.table == alias:
+            if column.table == alias and column.find_ancestor(exp.Select) is None:
                 column.set("table", exp.to_identifier(KEYS_ALIAS))
         return node
 
