@@ -157,7 +157,10 @@ class Generator:
 
     # -- FROM ---------------------------------------------------------------------------------
 
-    def relation(self, depth: int) -> Relation:
+    def relation(self, depth: int, bare: bool = False) -> Relation:
+        """A table, derived table or CTE under a fresh alias; with ``bare`` (the first of a
+        FROM, so never twice in one) maybe a table under its own name, which a subquery may
+        then read under the same name (``nation`` in and around it)."""
         c = self.chooser
         kind = c.choice(["table", "table", "derived", "cte"] if depth < self.max_depth else ["table"])
         if kind == "cte" and self.ctes:
@@ -169,12 +172,14 @@ class Generator:
             alias = self.alias("d")
             return Relation(f"({inner.sql}) {alias}", [Column(f"{alias}.c{i}", k) for i, k in enumerate(inner.kinds)])
         table = c.choice(sorted(COLUMNS))
+        if bare and c.chance(0.3):
+            return Relation(table, [Column(f"{table}.{n}", k) for n, k in COLUMNS[table].items()])
         alias = self.alias("t")
         return Relation(f"{table} {alias}", [Column(f"{alias}.{n}", k) for n, k in COLUMNS[table].items()])
 
     def from_clause(self, depth: int) -> tuple[str, list[Column]]:
         c = self.chooser
-        first = self.relation(depth)
+        first = self.relation(depth, bare=True)
         text, columns = first.sql, list(first.columns)
         for _ in range(c.integer(0, 2)):
             other = self.relation(depth)
@@ -236,7 +241,7 @@ class Generator:
     def subquery(self, outer: list[Column], depth: int, kind: str | None) -> str:
         """A one-column SELECT (of ``kind``; any when None), correlated with ``outer`` or not."""
         c = self.chooser
-        relation = self.relation(self.max_depth)
+        relation = self.relation(self.max_depth, bare=True)
         candidates = [x for x in relation.columns if kind is None or x.kind == kind]
         if not candidates:
             return f"SELECT {c.choice(LITERALS[kind or NUM])} FROM {relation.sql}"
@@ -250,7 +255,7 @@ class Generator:
     def scalar_subquery(self, outer: list[Column], depth: int, kind: str) -> str:
         """An aggregate of one row, correlated with ``outer`` by an equality or not."""
         c = self.chooser
-        relation = self.relation(self.max_depth)
+        relation = self.relation(self.max_depth, bare=True)
         candidates = [x for x in relation.columns if x.kind == kind]
         if not candidates:
             return f"SELECT {c.choice(LITERALS[kind])}"
