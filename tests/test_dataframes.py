@@ -248,6 +248,38 @@ def test_a_saved_dataframe_step_composes_like_a_sql_pipeline(frames):
     assert spark.table("df_natrev").count() == 25  # the users' session reads saved results as tables
 
 
+def test_a_dataframe_step_is_explained_summarized_staled_and_reasoned_as_a_sql_step(frames):
+    """Explain, summaries, staleness and reasons read a saved step, not how it was written:
+    the same query saved from a DataFrame and from SQL gives the same answers."""
+    from pyspark.sql import functions as F
+
+    module = "dltrace.examples.loans"
+    frames.register_udf("approve_df", f"{module}:approve", reasons=f"{module}:approve_reasons")
+    spark = frames.frames
+    decided = (spark.table("customer")
+               .select(F.call_function("approve_df", F.col("c_acctbal") * 20, F.col("c_acctbal"), F.lit(5000))
+                       .alias("decision"), "c_nationkey")
+               .where(F.col("c_nationkey") < 3).groupBy("decision").agg(F.count("*").alias("n")))
+    frames.save(decided, "df_decided")
+    frames.save(frames.sql("select approve_df(c_acctbal * 20, c_acctbal, 5000) as decision, count(*) as n "
+                           "from customer where c_nationkey < 3 group by 1"), "sql_decided")
+    rows = {name: {r.decision: r._row for r in frames.result(name).collect()} for name in ("df_decided", "sql_decided")}
+    assert rows["df_decided"].keys() == rows["sql_decided"].keys()
+    for decision, row in rows["df_decided"].items():
+        other = rows["sql_decided"][decision]
+        assert {t: sorted(map(tuple, f.collect())) for t, f in frames.explain("df_decided", row).items()} == \
+               {t: sorted(map(tuple, f.collect())) for t, f in frames.explain("sql_decided", other).items()}
+        (mine,), (theirs,) = frames.explain_reasons("df_decided", row), frames.explain_reasons("sql_decided", other)
+        assert mine.rows.drop(columns="_row", errors="ignore").equals(theirs.rows.drop(columns="_row", errors="ignore"))
+        assert frames.summarize("df_decided", row).tables == frames.summarize("sql_decided", other).tables
+    frames.save(spark.table("nation").where(F.col("n_regionkey") == 1), "df_up")
+    frames.save(spark.table("df_up").groupBy("n_regionkey").agg(F.count("*").alias("n")), "df_down")
+    frames.save(frames.sql("select n_regionkey, count(*) as n from df_up group by n_regionkey"), "sql_down")
+    frames.save(spark.table("nation").where(F.col("n_regionkey") == 2), "df_up")  # what both read changed
+    stale = frames.stale_results()
+    assert "df_down" in stale and stale["df_down"] == stale["sql_down"]
+
+
 def test_a_classic_dataframe_is_refused_in_one_line(tpch, spark):
     with pytest.raises(BadInput, match="Spark Connect"):
         tpch.trace(spark.range(3))

@@ -38,6 +38,7 @@ class DataFrameFront:
         self._spark = None
         self._defined: dict[str, str] = {}  # view name -> the SQL it was defined with
         self._udfs: dict[str, str] = {}  # pickled Python UDF digest -> its name in the engine
+        self._reason_udfs: dict[str, object] = {}  # the catalog's reason-capable UDFs registered here
 
     @property
     def spark(self):
@@ -61,9 +62,16 @@ class DataFrameFront:
 
     def define_views(self) -> None:
         """Temporary views in the users' session for every name of the catalog, (re)defined
-        where what they read changed since."""
+        where what they read changed since, and the catalog's reason-capable UDFs, so that a
+        program calls them by name as a query does."""
+        from dltrace.reasons import register_in_spark
+
         wanted = self.view_sql()
         spark = self._spark
+        for name, udf in self.lineage.udfs().items():
+            if self._reason_udfs.get(name) is not udf:
+                register_in_spark(spark, udf)
+                self._reason_udfs[name] = udf
         for name in set(self._defined) - set(wanted):
             spark.sql(f"DROP VIEW IF EXISTS `{name}`")
             del self._defined[name]

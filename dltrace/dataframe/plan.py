@@ -70,7 +70,27 @@ def translate(relation, catalog: Catalog) -> exp.Query:
     translator = PlanTranslator(catalog)
     frame = translator.relation(relation)
     translator.name_all(frame)
-    return merge_subqueries(translator.finish(frame))
+    return named_after_tables(merge_subqueries(translator.finish(frame)))
+
+
+def named_after_tables(query: exp.Query) -> exp.Query:
+    """A table the query reads once is aliased by its own name, not ``_dfN``, as a person
+    writes it: what users see of the query (reasons' inputs, ``dataframe_sql``) reads
+    ``customer.c_acctbal``."""
+    tables = list(query.find_all(exp.Table))
+    names = [table.name.lower() for table in tables]
+    taken = {table.alias.lower() for table in tables} | {a.alias.lower() for a in query.find_all(exp.TableAlias)}
+    renames = {}
+    for table in tables:
+        name = table.name.lower()
+        if table.alias.startswith("_df") and names.count(name) == 1 and name not in taken \
+                and SIMPLE_NAME.fullmatch(table.name):
+            renames[table.alias] = table.name
+            table.set("alias", exp.TableAlias(this=exp.to_identifier(table.name)))
+    for column in query.find_all(exp.Column):
+        if column.table in renames:
+            column.set("table", exp.to_identifier(renames[column.table]))
+    return query
 
 
 class PlanTranslator:
@@ -239,7 +259,8 @@ class PlanTranslator:
         child = self.relation(limit.input)
         query = child.query
         if not isinstance(query, exp.Select) or query.args.get("limit") or child.table:
-            child = self.select(Scope(self, [child]), Scope(self, [child]).all())
+            scope = Scope(self, [child])
+            child = self.select(scope, scope.all())
             query = child.query
         query.limit(limit.limit, copy=False)
         child.table = None
