@@ -23,8 +23,8 @@ from dataclasses import dataclass, replace
 from itertools import count
 
 from sqlglot import exp
-from sqlglot.optimizer.merge_subqueries import merge_subqueries
 
+from dltrace.dataframe.as_written import as_written
 from dltrace.dataframe.expressions import cast_to, literal, split_identifier
 from dltrace.dataframe.scope import SIMPLE_NAME, Column, Frame, Scope, unique_name
 from dltrace.errors import BadInput, UnknownColumn, UnknownTable, UnsupportedLineage
@@ -63,34 +63,12 @@ class Catalog:
 def translate(relation, catalog: Catalog) -> exp.Query:
     """The SQL query of a DataFrame's plan, its output columns named as Spark names them.
 
-    A relation per SELECT nests as deep as the program is long; sqlglot's ``merge_subqueries``
-    then folds each derived table into the query over it where that keeps the query's meaning
-    (a filter of a join is the join's WHERE), which gives the query a person would write:
-    shorter to rewrite, and a subquery's correlated condition in its own WHERE."""
+    A relation per SELECT nests as deep as the program is long: ``as_written`` then makes it
+    the query a person would write."""
     translator = PlanTranslator(catalog)
     frame = translator.relation(relation)
     translator.name_all(frame)
-    return named_after_tables(merge_subqueries(translator.finish(frame)))
-
-
-def named_after_tables(query: exp.Query) -> exp.Query:
-    """A table the query reads once is aliased by its own name, not ``_dfN``, as a person
-    writes it: what users see of the query (reasons' inputs, ``dataframe_sql``) reads
-    ``customer.c_acctbal``."""
-    tables = list(query.find_all(exp.Table))
-    names = [table.name.lower() for table in tables]
-    taken = {table.alias.lower() for table in tables} | {a.alias.lower() for a in query.find_all(exp.TableAlias)}
-    renames = {}
-    for table in tables:
-        name = table.name.lower()
-        if table.alias.startswith("_df") and names.count(name) == 1 and name not in taken \
-                and SIMPLE_NAME.fullmatch(table.name):
-            renames[table.alias] = table.name
-            table.set("alias", exp.TableAlias(this=exp.to_identifier(table.name)))
-    for column in query.find_all(exp.Column):
-        if column.table in renames:
-            column.set("table", exp.to_identifier(renames[column.table]))
-    return query
+    return as_written(translator.finish(frame))
 
 
 class PlanTranslator:
