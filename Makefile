@@ -21,7 +21,7 @@ lint: $(STAMP)
 
 # every test but the heavy ones (many JVMs, benchmarks end to end: make test-heavy)
 test: lint
-	$(BIN)/python -m pytest -q -m "not heavy"
+	$(BIN)/python -m pytest -q -m "not heavy" --durations=15
 
 test-heavy: $(STAMP)
 	$(BIN)/python -m pytest -q -m heavy

@@ -218,6 +218,16 @@ def generated_summary(outcomes: Counter) -> str:
 
 
 def pytest_terminal_summary(terminalreporter, config) -> None:
+    # seconds per test file (setup, call, teardown): where the suite's time goes, to keep
+    # make test within its budget
+    seconds = Counter()
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            if isinstance(getattr(report, "duration", None), float) and getattr(report, "nodeid", ""):
+                seconds[report.nodeid.split("::")[0]] += report.duration
+    if sum(seconds.values()) > 60:
+        top = ", ".join(f"{path.removeprefix('tests/')} {s:.0f}" for path, s in seconds.most_common(12))
+        terminalreporter.write_line(f"seconds by test file ({sum(seconds.values()):.0f} in all): {top}")
     cases = config.stash.get(FUZZ_CASES, None)
     if cases:
         parts = ", ".join(f"{door} {n}" for door, n in sorted(cases.items()))

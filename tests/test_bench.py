@@ -39,7 +39,7 @@ def dltrace_lineage(session, query: str) -> dict[tuple, frozenset[int]]:
     return {tuple(row[f"__c{i}"] for i in range(len(outputs))): frozenset(row.ids) for row in grouped}
 
 
-@pytest.mark.parametrize("name", ["s1", "s3", "q3", "q6", "q7"])
+@pytest.mark.parametrize("name", ["s1", "q3", *(pytest.param(n, marks=pytest.mark.heavy) for n in ("s3", "q6", "q7"))])
 def test_baselines_give_dltrace_lineage(tpch, tmp_path, name):
     query = load(name)
     shape = baselines.shape_of(tpch, query)

@@ -71,6 +71,7 @@ def test_spark_connect_gives_the_embedded_lineage(connect_server, tpch, tmp_path
     assert found == embedded
 
 
+@pytest.mark.heavy  # a cluster of two executor JVMs beside this one: make test-heavy
 def test_local_cluster_gives_the_embedded_lineage(tpch, tmp_path_factory, embedded) -> None:
     found = outcomes_elsewhere(tpch, tmp_path_factory, environment(), "--master", "local-cluster[2,1,1024]")
     assert found == {key: embedded[key] for key in found} and len(found) >= 7

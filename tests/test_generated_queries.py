@@ -5,7 +5,7 @@ a failure shrinks to a minimal query).  For each one whose plain form Spark runs
 slice of TPC-H: the lineage query runs and gives the plain query's rows as a bag, or it is
 refused in one line (``UnsupportedLineage``); the DuckDB completeness oracle holds on sampled
 rows; on every tenth query ``set``, ``bdd`` and ``auto`` give the same lineage.
-``DLTRACE_GENERATED_QUERIES`` sets the number of queries (``make fuzz``: 5,000; else 40 times
+``DLTRACE_GENERATED_QUERIES`` sets the number of queries (``make fuzz``: 5,000; else 15 times
 ``DLTRACE_FUZZ_SCALE``); the counts by outcome are printed at the end of the run.
 """
 
@@ -31,8 +31,8 @@ from tpch.duck import connect
 pytestmark = pytest.mark.spark
 
 SCALE = float(os.environ.get("DLTRACE_FUZZ_SCALE", "1"))
-# make test: 40 queries (a few minutes); make fuzz: DLTRACE_GENERATED_QUERIES=5000
-QUERIES = int(os.environ.get("DLTRACE_GENERATED_QUERIES", max(1, int(40 * SCALE))))
+# make test: 15 queries (a few minutes on 2 cores); make fuzz: DLTRACE_GENERATED_QUERIES=5000
+QUERIES = int(os.environ.get("DLTRACE_GENERATED_QUERIES", max(1, int(15 * SCALE))))
 # the slice of TPC-H SF 0.01 the queries run on: a few rows per table, keys that still join
 SLICE = {
     "region": "SELECT * FROM region",

@@ -59,5 +59,5 @@ def test_lineage_query_rejected_is_a_bug_with_the_query(paper):
 
 def test_save_says_what_it_takes(paper):
     query = "select s_name from store"
-    with pytest.raises(BadInput, match=r"save\(frame, name\) takes the DataFrame sql\(\) returned"):
+    with pytest.raises(BadInput, match=r"save\(frame, name\) takes the DataFrame sql\(\) or trace\(\) returned"):
         paper.save("q14", query)
