@@ -59,18 +59,26 @@ def read_source(spark, path: Location, fmt: str, header: bool = True):
     return reader.format(fmt).load(str(path))
 
 
+def csv_first_row(spark, path: Location) -> list[str | None]:
+    """A CSV's first row as text, as Spark takes it for the column names (None for an empty value)."""
+    row = spark.read.format("csv").option("header", "false").load(str(path)).first()
+    return list(row) if row is not None else []
+
+
 DATA_LIKE = re.compile(r"^\s*([-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?|\d{4}-\d{2}-\d{2}.*)\s*$")
 
 
-def check_header(path: str | os.PathLike, columns: list[str], header: bool | None) -> None:
+def check_header(path: str | os.PathLike, row: list[str | None], header: bool | None) -> None:
     """Refuse a CSV whose first row, taken as column names by default, looks like data (a
-    number or a date among the names): a headerless file would silently lose its first row.
+    number or a date among its values): a headerless file would silently lose its first row.
+    ``row`` is the first row as the file holds it (``csv_first_row``), not Spark's column
+    names, which rename repeated values (1, 1 become 11, 12).
 
-    >>> check_header("n.csv", ["00", "ALGERIA", "0"], None)
+    >>> check_header("n.csv", ["00", "ALGERIA", "0", None], None)
     Traceback (most recent call last):
     dltrace.errors.BadInput: n.csv: the first row looks like data, not column names (00, 0): register with --no-header (columns _c0, _c1, ...), or --header to take it as names
     """  # noqa: E501
-    data_like = [c for c in columns if DATA_LIKE.match(c)]
+    data_like = [value for value in row if value is not None and DATA_LIKE.match(value)]
     if header is None and data_like:
         raise BadInput(
             f"{path}: the first row looks like data, not column names ({', '.join(data_like[:3])}): "
@@ -193,15 +201,18 @@ def _checked_source(spark, source: Location, path, fmt: str, header: bool | None
     from pyspark.sql import functions as F
     from pyspark.sql.utils import AnalysisException
 
+    guessing = fmt == "csv" and header is None  # whether the first row holds names
     try:
         frame = read_source(spark, source, fmt, header is not False)
         columns = frame.columns
     except AnalysisException as error:
+        if guessing:  # a row of data as names can repeat a renamed one (1, 1 as 11, 12, and 11)
+            check_header(path, csv_first_row(spark, source), header)
         raise BadInput(f"cannot read {path} as {fmt}: {str(error).splitlines()[0]}") from None
     if not columns:
         raise BadInput(f"{path} has no columns (an empty file?): there is nothing to register")
-    if fmt == "csv":
-        check_header(path, columns, header)
+    if guessing and any(DATA_LIKE.match(c) for c in columns):
+        check_header(path, csv_first_row(spark, source), header)
     lower = {c.lower(): c for c in columns}
     if ID_COLUMN in lower:
         raise BadInput(f"{path} already has a column named {ID_COLUMN}, which dltrace reserves")

@@ -512,7 +512,8 @@ class LineageSession:
         return impact(self, source, result, query, mode, semantics, use_index)
 
     def explain(self, result: str, row: int) -> dict:
-        """``{table: DataFrame}``: the base rows in the DL of row ``row`` of saved ``result``."""
+        """``{table: DataFrame}``: the base rows in the DL of row ``row`` of saved ``result``;
+        its ``ids`` attribute, ``{table: how many of the row's ids come from it}``."""
         from dltrace.impact import explain
 
         return explain(self, result, row)

@@ -100,6 +100,19 @@ def test_header_is_an_explicit_option(capsys, spark, tmp_path, headerless):
     assert code == 2 and "apply to CSV sources" in one_line(err)
 
 
+def test_a_headerless_csv_is_refused_quoting_its_first_row(capsys, spark, tmp_path):
+    """Issue 40: Spark renames a header's repeated names (1, 1 as 11, 12); the message quotes
+    the first row as the file holds it."""
+    flights = tmp_path / "flights.csv"
+    flights.write_text("2013,1,1,517,515,2,830,819,11,UA,1545,N14228,EWR,IAH,227,1400,5,15,2013-01-01 05:00:00\n"
+                       "2013,1,1,533,529,4,850,830,20,UA,1714,N24211,LGA,IAH,227,1416,5,29,2013-01-01 05:00:00\n")
+    short = tmp_path / "short.csv"  # no value like a renamed one: Spark reads names 2013, 11, 12, ...
+    short.write_text("2013,1,1,517,515,UA,EWR\n2013,1,1,533,529,UA,LGA\n")
+    for path in (flights, short):
+        code, _, err = cli(capsys, "register", "flights", str(path), "--catalog", str(tmp_path / "c"))
+        assert code == 2 and "looks like data, not column names (2013, 1, 1):" in one_line(err), err
+    assert not (tmp_path / "c" / "catalog.json").exists()
+
 # --- tables list / drop -------------------------------------------------------------------
 
 def test_tables_list_and_drop(capsys, spark, catalog):

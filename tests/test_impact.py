@@ -157,6 +157,26 @@ def test_explain_json_is_one_object_per_base_row(capsys, tpch, saved):
     assert lineitems and all(o["l_orderkey"] == saved["q3"][2].l_orderkey for o in lineitems)
 
 
+def test_explain_says_how_many_ids_each_table_gave(capsys, tpch, saved):
+    """Issue 40: explain without --summary said nothing of how many rows a table contributed."""
+    dl = saved["q3"][2].DL
+    counts = Counter(tpch.catalog.table_of_id(i) for i in dl)
+    expected = ", ".join(f"{t} {counts[t]}" for t in ("customer", "orders", "lineitem"))
+    catalog = str(tpch.catalog.directory)
+    code, out, err = cli(capsys, "explain", "--result", "t_q3", "--row", "2", "--limit", "2", "--catalog", catalog)
+    assert code == 0 and err == ""
+    assert out.splitlines()[0] == f"row 2 of t_q3: {len(dl)} ids in its DL: {expected}", out
+    headings = [line for line in out.splitlines() if line.split(":")[0] in counts]
+    ids = lambda n: f"{n} id" if n == 1 else f"{n} ids (first 2: raise --limit)" if n > 2 else f"{n} ids"  # noqa: E731
+    assert headings == [f"{t}: {ids(counts[t])}" for t in ("customer", "orders", "lineitem")], out
+    code, out, err = cli(capsys, "explain", "--result", "t_q3", "--row", "2", "--format", "json", "--catalog", catalog)
+    assert code == 0 and len([json.loads(line) for line in out.splitlines()]) == len(dl)  # stdout: rows only
+    assert err == f"dltrace: row 2 of t_q3: {len(dl)} ids in its DL: {expected}\n"
+    tpch.save(tpch.sql("select count(*) as n from nation where n_nationkey < 0"), "t_nothing")
+    code, out, _ = cli(capsys, "explain", "--result", "t_nothing", "--row", "0", "--catalog", catalog)
+    assert code == 0 and out.strip() == "row 0 of t_nothing: no ids in its DL (no base row made it)"
+    tpch.drop_result("t_nothing")
+
 def test_impact_cli_json(capsys, tpch, saved):
     row = saved["q3"][0]
     lineitem = next(i for i in row.DL if tpch.catalog.table_of_id(i) == "lineitem")

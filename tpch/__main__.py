@@ -22,11 +22,10 @@ def catalog_for(sf: float) -> Path:
     return Path("data") / f"catalog-tpch-sf{sf:g}"
 
 
-def main(argv: list[str] | None = None) -> int:
-    from dltrace.datasets import register_tpch
+def parser() -> argparse.ArgumentParser:
+    """The command line: a subcommand per experiment (tests/test_bench_commands.py runs each)."""
     from tpch import bench, space, table8
-    from tpch.queries import load
-    from tpch.table7 import TABLE7_QUERIES, characteristics, independent_average, markdown
+    from tpch.table7 import TABLE7_QUERIES
 
     top = argparse.ArgumentParser(
         prog="python -m tpch", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -43,8 +42,16 @@ def main(argv: list[str] | None = None) -> int:
     bench.add_parser(commands)
     table8.add_parser(commands)
     space.add_parser(commands)
-    args = top.parse_args(argv)
+    return top
 
+
+def main(argv: list[str] | None = None) -> int:
+    from dltrace.datasets import register_tpch
+    from tpch import bench, space, table8
+    from tpch.queries import load
+    from tpch.table7 import characteristics, independent_average, markdown
+
+    args = parser().parse_args(argv)
     try:
         if args.command == "bench":
             return bench.main(args, Path(args.catalog or catalog_for(args.sf)))

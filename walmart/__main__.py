@@ -12,7 +12,8 @@ import sys
 from dltrace.errors import DltraceError
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """The command line: a subcommand per experiment (tests/test_bench_commands.py runs each)."""
     from walmart import bench, table9
 
     top = argparse.ArgumentParser(prog="python -m walmart", description=__doc__,
@@ -20,7 +21,11 @@ def main(argv: list[str] | None = None) -> int:
     commands = top.add_subparsers(dest="command", required=True)
     bench.add_parser(commands)
     table9.add_parser(commands)
-    args = top.parse_args(argv)
+    return top
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
     try:
         return args.run(args)
     except DltraceError as error:

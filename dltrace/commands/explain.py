@@ -38,20 +38,44 @@ def explain_rows(session, args: argparse.Namespace) -> int:
     limit = output_limit(args)
     through = session.store.upstream(args.result)
     explained = session.explain(args.result, args.row)  # before any output: a failure prints nothing else
-    if through and args.format == "table":
-        print(f"row {args.row} of {args.result.lower()} was computed through saved results: {', '.join(through)}\n")
+    counts = ids_by_table(args.result.lower(), args.row, explained.ids)
+    if args.format == "table":
+        print(counts)
+        if through:
+            print(f"row {args.row} of {args.result.lower()} was computed through saved results: {', '.join(through)}")
+        print()
     for table, frame in explained.items():
         if args.format == "json":
             write_json(({"table": table, **row.asDict()} for row in frame.toLocalIterator()), sys.stdout)
             continue
         rows = [row.asDict() for row in frame.limit(limit + 1).collect()]
         more = f" (first {limit}: raise --limit)" if len(rows) > limit else ""
-        print(f"{table}:{more}")
+        print(f"{table}: {_ids(explained.ids[table])}{more}")
         write_table(rows[:limit], frame.columns, session.catalog, sys.stdout)
         print()
+    if args.format == "json":  # stdout keeps one JSON object per base row
+        print(f"dltrace: {counts}", file=sys.stderr)
     if args.reasons:
         print_reasons(session, args, limit)
     return 0
+
+
+def ids_by_table(result: str, row: int, ids: dict[str, int]) -> str:
+    """How many of the row's DL ids each base table gave.
+
+    >>> ids_by_table("q3", 0, {"customer": 1, "orders": 1, "lineitem": 7})
+    'row 0 of q3: 9 ids in its DL: customer 1, orders 1, lineitem 7'
+    >>> ids_by_table("q3", 1, {})
+    'row 1 of q3: no ids in its DL (no base row made it)'
+    """
+    if not ids:
+        return f"row {row} of {result}: no ids in its DL (no base row made it)"
+    return f"row {row} of {result}: {_ids(sum(ids.values()))} in its DL: " + ", ".join(
+        f"{table} {n}" for table, n in ids.items())
+
+
+def _ids(n: int) -> str:
+    return f"{n} id" if n == 1 else f"{n} ids"
 
 
 def print_reasons(session, args: argparse.Namespace, limit: int | None) -> None:

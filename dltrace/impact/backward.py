@@ -22,8 +22,18 @@ from dltrace.results import ResultStore
 from dltrace.table_data import table_rows
 
 
-def explain(session: Engine, result: str, row: int) -> dict[str, object]:
-    """``{table: DataFrame of its base rows in DL(row)}``: ``_dl_id`` then the table's columns."""
+class Explained(dict):
+    """``{table: DataFrame}``, the base rows by table, and ``ids``: ``{table: how many of the
+    row's DL ids come from it}``, known without running the frames."""
+
+    def __init__(self, frames: dict[str, object], ids: dict[str, int]):
+        super().__init__(frames)
+        self.ids = ids
+
+
+def explain(session: Engine, result: str, row: int) -> Explained:
+    """``{table: DataFrame of its base rows in DL(row)}``: ``_dl_id`` then the table's columns
+    (``Explained``: also how many ids each table gave)."""
     import pyarrow as pa
     from pyspark.sql import functions as F
 
@@ -32,9 +42,10 @@ def explain(session: Engine, result: str, row: int) -> dict[str, object]:
     spark = session.spark
     ids = store.row_ids(spark, saved, row)  # its own ids and those of the shared sets it names
     ids_by_code = {int(code): ids[(ids >> ROW_BITS) == code] for code in np.unique(ids >> ROW_BITS)}
-    explained = {}
+    explained = Explained({}, {})
     for code, ids in sorted(ids_by_code.items()):
         table = session.catalog.table_of_code(code)
+        explained.ids[table] = len(ids)
         data = None
         for version in saved.lineage_tables.get(table) or [None]:
             frame = table_rows(spark, session.catalog, table, version)
