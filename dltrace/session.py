@@ -92,19 +92,30 @@ class LineageSession:
     def register(
         self,
         name: str,
-        path: str | os.PathLike,
+        path: str | os.PathLike | None = None,
         key: list[str] | None = None,
         order_by: list[str] | None = None,
         format: str | None = None,
         header: bool | None = None,
         copy: bool = False,
+        version: int | None = None,
+        table: str | None = None,
     ) -> TableEntry:
-        """Register a source (Parquet, CSV, JSON, ORC) as a table with lineage ids; ``header``:
-        whether a CSV's first row names the columns (default: yes, unless it looks like data).
-        Parquet without ``order_by`` is registered in place (not copied) unless ``copy``."""
+        """Register a source (Parquet, CSV, JSON, ORC, a Delta table's directory) as a table with
+        lineage ids; ``header``: whether a CSV's first row names the columns (default: yes,
+        unless it looks like data).  Parquet without ``order_by`` is registered in place (not
+        copied) unless ``copy``; so is a Delta table, the live files of its log's ``version``
+        (None: the newest).  ``table`` instead of ``path``: a table of the Spark session's
+        catalog (``[db.]table``), in place from its files when they are Parquet, else copied."""
         self.check_name_free(name, "a table")
+        if (path is None) == (table is None):
+            raise BadInput("register takes a path or table=\"[db.]table\" (a table of the Spark catalog), one of them")
+        if table is not None:
+            from dltrace.spark_tables import register_table
+
+            return register_table(self.spark, self.catalog, name, table, key=key, order_by=order_by, copy=copy)
         return register(self.spark, self.catalog, name, path, key=key, order_by=order_by, fmt=format, header=header,
-                        copy=copy)
+                        copy=copy, delta_version=version)
 
     # Reason-capable UDFs (docs/reasons.md): dltrace/reasons.py.
 
