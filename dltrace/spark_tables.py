@@ -14,6 +14,7 @@ import time
 from dltrace.catalog import NAME_PATTERN, Catalog, TableEntry
 from dltrace.errors import BadInput
 from dltrace.registration import FORMATS, Registration, _checked_frame, _copied, _next_version, register
+from dltrace.table_data import spark_uri_key
 
 
 def describe(spark, table: str) -> dict[str, str]:
@@ -36,7 +37,7 @@ def register_table(spark, catalog: Catalog, name: str, table: str, key: list[str
         raise BadInput(f"'{name}' is not a valid table name: use letters, digits and _")
     details = describe(spark, table)
     provider = details.get("Provider", "").lower()
-    where = details.get("Location")
+    where = details.get("Location") and spark_uri_key(details["Location"])  # file:/p is the path /p
     if where and provider in (*FORMATS, "delta"):
         fmt = None if provider == "delta" else provider
         return register(spark, catalog, name, where, key=key, order_by=order_by, fmt=fmt, copy=copy,

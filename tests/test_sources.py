@@ -182,3 +182,47 @@ def test_duckdb_reads_the_live_files(tpch, tmp_path):
     entry = session.register("orders", tmp_path / "orders")
     files = ", ".join(f"'{f['path']}'" for f in entry.files)
     assert duckdb.sql(f"SELECT count(*) FROM read_parquet([{files}])").fetchone()[0] == live_rows(tmp_path / "orders")
+
+
+@pytest.fixture
+def sales(tpch, tmp_path):
+    """A database of the test session's own Spark catalog, its warehouse under ``tmp_path``:
+    orders saved as Parquet, customer as ORC, both managed tables (``saveAsTable``)."""
+    spark = tpch.spark
+    spark.sql(f"CREATE DATABASE dl_sales LOCATION '{tmp_path / 'warehouse'}'")
+    try:
+        spark.read.parquet(tpch.catalog.entry("orders").source).write.saveAsTable("dl_sales.orders")
+        spark.read.parquet(tpch.catalog.entry("customer").source).write.format("orc").saveAsTable("dl_sales.customer")
+        yield spark
+    finally:
+        spark.sql("DROP DATABASE dl_sales CASCADE")
+
+
+def test_spark_catalog_tables_are_sources(tpch, sales, tmp_path, capsys):
+    session = LineageSession(tmp_path / "catalog", spark=sales)
+    catalog = str(session.catalog.directory)
+    orders = session.register("orders", table="dl_sales.orders")
+    assert orders.spark_table == "dl_sales.orders" and orders.files  # Parquet: in place
+    assert orders.source.startswith(str(tmp_path / "warehouse")) and orders.rows == 15000
+    assert main(["register", "--catalog", catalog, "customer", "--table", "dl_sales.customer"]) == 0
+    session = LineageSession(catalog, spark=sales)
+    customer = session.catalog.entry("customer")
+    assert customer.files is None and customer.spark_table == "dl_sales.customer"  # ORC: copied
+    assert count(session, "orders") == 15000 and count(session, "customer") == 1500
+    oracle = DuckOracle(session)
+    rows = session.sql(REVENUE).collect()
+    assert rows and check_completeness(oracle, REVENUE, rows, tree=False, most=6)
+    capsys.readouterr()
+    for wrong in (["--table", "dl_sales.nothing"], [], [str(tmp_path), "--table", "dl_sales.orders"]):
+        assert main(["register", "--catalog", catalog, "t", *wrong]) == 2
+        assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_a_table_without_files_is_copied(tpch, tmp_path):
+    spark = tpch.spark
+    spark.createDataFrame([(1, "a"), (2, "b"), (3, "c")], "k int, v string").createOrReplaceTempView("dl_small")
+    session = LineageSession(tmp_path / "catalog", spark=spark)
+    entry = session.register("small", table="dl_small")
+    assert entry.files is None and entry.rows == 3 and entry.source == "table:dl_small"
+    ids = [r._dl_id for r in session.run("SELECT _dl_id FROM small ORDER BY _dl_id").collect()]
+    assert ids == [make_id(entry.code, i) for i in range(3)]
