@@ -15,6 +15,7 @@ from dltrace.deprecated import renamed_keyword
 from dltrace.engine import rewrite_over_catalog
 from dltrace.errors import BadInput, DltraceError, lineage_query_rejected, spark_error
 from dltrace.plain import names_read, plain_sql, with_spark_aliases, with_spark_names
+from dltrace.publish import publish, republish, unpublish
 from dltrace.reasons import SessionUdfs
 from dltrace.registration import register
 from dltrace.results import ROW, ResultStore, SavedResult
@@ -428,7 +429,13 @@ class LineageSession:
                                     disjoint_rows=lineage.disjoint_rows(bool(sets)), shared_sets=sets,
                                     references=lineage.references, named=lineage.named)
         self._dataframes.refresh()  # the users' DataFrame session reads it by name now
+        republish(self.spark, self.catalog, self.store, name)  # its Spark view, if published, reads this save
         return saved
+
+    def publish(self, name: str, view: str):
+        """Saved result ``name`` as view ``view`` (``[db.]name``) of the Spark session's catalog:
+        its query columns and ``DL``, for Spark users without dltrace (dltrace/publish.py)."""
+        return publish(self.spark, self.catalog, self.store, name, view)
 
     # Pipelines (dltrace/pipeline.py): steps saved as results, views, scripts.
 
@@ -503,6 +510,7 @@ class LineageSession:
 
     def drop_result(self, name: str) -> None:
         self.store.drop(name)
+        unpublish(lambda: self.spark, self.catalog, name)
 
     def impact(
         self,

@@ -226,3 +226,30 @@ def test_a_table_without_files_is_copied(tpch, tmp_path):
     assert entry.files is None and entry.rows == 3 and entry.source == "table:dl_small"
     ids = [r._dl_id for r in session.run("SELECT _dl_id FROM small ORDER BY _dl_id").collect()]
     assert ids == [make_id(entry.code, i) for i in range(3)]
+
+
+def test_a_saved_result_published_as_a_spark_view(tpch, tmp_path, capsys):
+    spark = tpch.spark
+    session = new_session(tpch, tmp_path)
+    catalog = str(session.catalog.directory)
+    spark.sql(f"CREATE DATABASE dl_pub LOCATION '{tmp_path / 'warehouse'}'")
+    try:
+        query = "SELECT c_mktsegment, count(*) AS n FROM customer GROUP BY c_mktsegment ORDER BY c_mktsegment"
+        assert main(["sql", query, "--catalog", catalog, "--save", "segments", "--publish", "dl_pub.segments"]) == 0
+        assert "published result segments as Spark view dl_pub.segments" in capsys.readouterr().err
+        saved = [(r.c_mktsegment, r.n, sorted(r.DL)) for r in LineageSession(catalog, spark=spark).result("segments")
+                 .collect()]
+        seen = [(r.c_mktsegment, r.n, r.DL) for r in spark.sql("SELECT * FROM dl_pub.segments").collect()]
+        assert seen == saved and len(seen) == 5 and sum(len(dl) for _, _, dl in seen) == 1500
+        # saved again: the view reads the new save
+        session = LineageSession(catalog, spark=spark)
+        session.save(session.sql(query.replace("GROUP BY", "WHERE c_acctbal > 0 GROUP BY")), "segments")
+        assert sum(r.n for r in spark.sql("SELECT n FROM dl_pub.segments").collect()) < 1500
+        # dropped: the view is gone
+        session.drop_result("segments")
+        assert not spark.catalog.tableExists("dl_pub.segments")
+        for wrong in (["--publish", "dl_pub.x"], ["--save", "s", "--publish", "not a name"]):
+            assert main(["sql", query, "--catalog", catalog, *wrong]) == 2
+            assert capsys.readouterr().err.count("\n") == 1
+    finally:
+        spark.sql("DROP DATABASE dl_pub CASCADE")
