@@ -12,10 +12,13 @@ that carry deletion vectors (a file's rows include rows the log deleted).
 
 from __future__ import annotations
 
+import re
+
 from dltrace.errors import BadInput
 from dltrace.storage import Location, location
 
 INSTALL = "pip install 'dltrace[delta]'"
+COMMIT = re.compile(r"^\d{20}\.json$")
 
 
 def is_delta(source: Location) -> bool:
@@ -65,8 +68,12 @@ def live_files(path: str, version: int | None = None) -> tuple[int, list[Locatio
 
 
 def newest_version(path: str) -> int:
-    """The version of the newest commit in a Delta table's log."""
-    return _open(path).version()
+    """The version of the newest commit in a Delta table's log: its highest-numbered
+    ``_delta_log/<20 digits>.json`` (log clean-up removes old commits, never the newest), a
+    listing of one directory, neither deltalake nor the table's state needed."""
+    commits = [int(p.name[:20]) for p in (location(path, "source") / "_delta_log").iterdir()
+               if COMMIT.match(p.name)]
+    return max(commits, default=-1)
 
 
 def changed(name: str, source: str, recorded: dict) -> str | None:

@@ -111,7 +111,8 @@ def check_unchanged(catalog, name: str, version: int | None = None) -> None:
     if not files:
         return
     if version is None or version == entry.version:
-        again = f"register it again (`dltrace register {name} {entry.source}`)"
+        named = f"--table {entry.spark_table}" if entry.spark_table else entry.source
+        again = f"register it again (`dltrace register {name} {named}`)"
     else:  # registering again makes a newer version: these rows' files are gone for good
         again = (f"the rows of its data version v{version} are gone, so what was computed from them must be computed "
                  f"again from the current version (v{entry.version})")

@@ -212,6 +212,11 @@ def test_spark_catalog_tables_are_sources(tpch, sales, tmp_path, capsys):
     oracle = DuckOracle(session)
     rows = session.sql(REVENUE).collect()
     assert rows and check_completeness(oracle, REVENUE, rows, tree=False, most=6)
+    # rows appended by Spark: a changed source, registered again by the table's name
+    sales.read.parquet(tpch.catalog.entry("orders").source).limit(10).write.mode("append").saveAsTable("dl_sales.orders")
+    with pytest.raises(SourceChanged, match="dltrace register orders --table dl_sales.orders"):
+        check_unchanged(session.catalog, "orders")
+    assert session.register("orders", table="dl_sales.orders").rows == 15010
     capsys.readouterr()
     for wrong in (["--table", "dl_sales.nothing"], [], [str(tmp_path), "--table", "dl_sales.orders"]):
         assert main(["register", "--catalog", catalog, "t", *wrong]) == 2
