@@ -46,6 +46,8 @@ def _open(path: str, version: int | None = None):
 def live_files(path: str, version: int | None = None) -> tuple[int, list[Location]]:
     """``(version, files)``: the live data files of ``version`` (None: the newest) in the
     log's order; refused when they cannot be read as plain Parquet (module docstring)."""
+    if version is not None and not 0 <= version <= (newest := newest_version(path)):
+        raise BadInput(f"--version {version}: the Delta table {path} has no such version (its newest is {newest})")
     table = _open(path, version)
     metadata = table.metadata()
     if metadata.partition_columns:
