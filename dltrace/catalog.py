@@ -70,6 +70,10 @@ class TableEntry:
     # In place (dltrace/table_data.py): the source's Parquet files, read where they are, ids
     # computed from each file's first row and the row's index in it; None: ``path`` holds a copy.
     files: list[dict] | None = None
+    # A Delta table's (dltrace/delta.py): {"version": the log's version registered, "pinned":
+    # whether --version chose it}; a Spark catalog table's name ([db.]table).  Written only when set.
+    delta: dict | None = None
+    spark_table: str | None = None
 
     def version_schema(self, version: int | None) -> dict[str, str] | None:
         """The columns and types of data ``version`` (None: current), with ``_dl_id``; None
@@ -164,7 +168,7 @@ class Catalog:
         return {
             "format": FORMAT,
             "version": version,
-            "tables": {name: asdict(entry) for name, entry in sorted(self.tables.items())},
+            "tables": {name: _record_fields(entry) for name, entry in sorted(self.tables.items())},
             **({"retired_codes": sorted(self.retired_codes)} if self.retired_codes else {}),
         }
 
@@ -244,6 +248,13 @@ class Catalog:
         if code is None:
             raise CatalogError(f"the catalog is full ({MAX_TABLE_CODE} tables)")
         return code
+
+
+OPTIONAL_FIELDS = ("delta", "spark_table")  # left out when None: such catalogs read as before they existed
+
+
+def _record_fields(entry: TableEntry) -> dict:
+    return {k: v for k, v in asdict(entry).items() if v is not None or k not in OPTIONAL_FIELDS}
 
 
 def _with_revision_fields(entry: dict) -> dict:

@@ -23,6 +23,7 @@ from pathlib import PurePosixPath
 
 from dltrace import faults
 from dltrace.catalog import ID_COLUMN, NAME_PATTERN, Catalog, TableEntry, quoted
+from dltrace.delta import is_delta, live_files
 from dltrace.errors import BadInput, CatalogError
 from dltrace.ids import make_id
 from dltrace.recovery import WRITER_FILE, temporary_name, writer
@@ -108,6 +109,8 @@ def register(
     fmt: str | None = None,
     header: bool | None = None,
     copy: bool = False,
+    delta_version: int | None = None,
+    spark_table: str | None = None,
 ) -> TableEntry:
     """Register ``path`` as table ``name``: ids dense from 0 in ``order_by`` order (ties and
     the default follow the source's own row order), written as Parquet with ``_dl_id``.
@@ -128,31 +131,50 @@ def register(
     highest row number the table ever had, so an old id never names a different row.  The
     new data is a new version; the old version's Parquet stays for impact on old rows.  The
     entry is committed against the catalog's newest version (module docstring).
+
+    A Delta table (a directory with ``_delta_log``) is the live files of ``delta_version``
+    (None: the newest) of its log (``_register_delta``).
     """
     if not NAME_PATTERN.match(name):
         raise BadInput(f"'{name}' is not a valid table name: use letters, digits and _")
     name = name.lower()
     source = location(path, "source")
+    if is_delta(source):
+        if fmt not in (None, "parquet", "delta") or header is not None:
+            raise BadInput(f"{path} is a Delta table: --format and --header do not apply to it")
+        return _register_delta(spark, catalog, name, source, key, order_by, copy, delta_version)
+    if delta_version is not None:
+        raise BadInput(f"--version applies to Delta tables, and {path} has no _delta_log")
     fmt, key, order_by, options = _options(source, path, fmt, header, key, order_by, copy)
-    fingerprint = source_fingerprint(source, fmt, options)
+    fingerprint = source_fingerprint(source, fmt, {**options, **({"table": spark_table} if spark_table else {})})
     previous = catalog.tables.get(name)
     if previous and previous.fingerprint == fingerprint and (
             previous.files or (catalog.directory / previous.path).exists()):
         return previous  # the same source registered again: nothing to do
     frame = _checked_source(spark, source, path, fmt, header, key, order_by)
-    columns = frame.columns
     new = Registration(name, previous, _next_version(catalog, name, previous), str(source), fmt, key, order_by,
-                       fingerprint, {f.name: f.dataType.simpleString() for f in frame.schema.fields})
+                       fingerprint, {f.name: f.dataType.simpleString() for f in frame.schema.fields}, spark_table)
     keeps_ids = key and previous and previous.key == key and not previous.files
     files = listed_files(source) if fmt == "parquet" and not order_by and not copy and not keeps_ids else None
     if files:
-        records = file_records(spark, files, new.first_row)
-        rows = sum(record["rows"] for record in records)
-        entry = new.entry(rows, rows, {"unchanged": 0, "new": rows}, order_by=None, files=records)
-        return catalog.commit(new.committed(entry))
+        return _in_place(spark, catalog, new, files)
+    return _copied(spark, catalog, new, frame)
+
+
+def _in_place(spark, catalog: Catalog, new: Registration, files: list[Location], **fields) -> TableEntry:
+    """Commit the entry of a table read in place from ``files``, ids in their order."""
+    records = file_records(spark, files, new.first_row)
+    rows = sum(record["rows"] for record in records)
+    entry = new.entry(rows, rows, {"unchanged": 0, "new": rows}, order_by=None, files=records, **fields)
+    return catalog.commit(new.committed(entry))
+
+
+def _copied(spark, catalog: Catalog, new: Registration, frame) -> TableEntry:
+    """``_register_copy`` with the table's code, a new table's reserved for the copy first."""
+    previous = new.previous
     reserved = None if previous else catalog.reserve_code()
     try:
-        return _register_copy(spark, catalog, new, frame, columns, previous.code if previous else reserved)
+        return _register_copy(spark, catalog, new, frame, frame.columns, previous.code if previous else reserved)
     except BaseException:
         if reserved is not None:
             catalog.release_code(reserved)
@@ -198,17 +220,24 @@ def _checked_source(spark, source: Location, path, fmt: str, header: bool | None
                     order_by: list[str] | None):
     """The source as a DataFrame; refused without columns, with ``_dl_id``, without the
     named columns, or when its key repeats."""
-    from pyspark.sql import functions as F
     from pyspark.sql.utils import AnalysisException
 
     guessing = fmt == "csv" and header is None  # whether the first row holds names
     try:
         frame = read_source(spark, source, fmt, header is not False)
-        columns = frame.columns
+        frame.columns  # noqa: B018 - reads the schema: an unreadable source fails here
     except AnalysisException as error:
         if guessing:  # a row of data as names can repeat a renamed one (1, 1 as 11, 12, and 11)
             check_header(path, csv_first_row(spark, source), header)
         raise BadInput(f"cannot read {path} as {fmt}: {str(error).splitlines()[0]}") from None
+    return _checked_frame(frame, path, fmt, header, key, order_by)
+
+
+def _checked_frame(frame, path, fmt: str, header: bool | None, key: list[str] | None, order_by: list[str] | None):
+    """``frame`` (the source read), refused as ``_checked_source`` says."""
+    from pyspark.sql import functions as F
+
+    columns = frame.columns
     if not columns:
         raise BadInput(f"{path} has no columns (an empty file?): there is nothing to register")
     if guessing and any(DATA_LIKE.match(c) for c in columns):
@@ -243,6 +272,7 @@ class Registration:
     order_by: list[str] | None
     fingerprint: str
     schema: dict[str, str]
+    spark_table: str | None = None  # registered with --table: the Spark catalog's name
 
     @property
     def first_row(self) -> int:
@@ -271,6 +301,7 @@ class Registration:
             next_row=self.first_row + new_rows,
             changes={**changes, "removed": previous.rows - changes["unchanged"]} if previous else {},
             previous=[*previous.previous, _version_record(previous)] if previous else [],
+            spark_table=self.spark_table,
             **fields,
         )
 
@@ -348,6 +379,29 @@ def _register_copy(spark, catalog: Catalog, new: Registration, frame, columns: l
     return entry
 
 
+def _register_delta(spark, catalog: Catalog, name: str, source: Location, key: list[str] | None,
+                    order_by: list[str] | None, copy: bool, version: int | None) -> TableEntry:
+    """A Delta table: the live files of ``version`` of its log (dltrace/delta.py), in place
+    unless ``order_by`` or ``copy`` (then copied like any source, and a snapshot)."""
+    key = [k.strip() for k in key] if key else None
+    order_by = [c.strip() for c in order_by] if order_by else None
+    at, files = live_files(str(source), version)
+    if not files:
+        raise BadInput(f"{source}: version {at} of this Delta table has no data files: there is nothing to register")
+    delta = {"version": at, "pinned": version is not None}
+    fingerprint = hashlib.sha256(json.dumps(
+        ["delta", delta, [str(f) for f in files], key, order_by, copy]).encode()).hexdigest()[:32]
+    previous = catalog.tables.get(name)
+    if previous and previous.fingerprint == fingerprint:
+        return previous  # the same version registered again: nothing to do
+    frame = _checked_frame(spark.read.parquet(*map(str, files)), source, "delta", None, key, order_by)
+    new = Registration(name, previous, _next_version(catalog, name, previous), str(source), "delta", key, order_by,
+                       fingerprint, {f.name: f.dataType.simpleString() for f in frame.schema.fields})
+    if order_by or copy:
+        return _copied(spark, catalog, new, frame)
+    return _in_place(spark, catalog, new, files, delta=delta)
+
+
 def _version_record(entry: TableEntry) -> dict:
     """What ``previous`` keeps of a version a revision replaces."""
     return {
@@ -359,13 +413,22 @@ def _version_record(entry: TableEntry) -> dict:
         "fingerprint": entry.fingerprint,
         "registered_at": entry.registered_at,
         **({"files": entry.files} if entry.files else {}),
+        **({"delta": entry.delta} if entry.delta else {}),
     }
 
 def _in_source_order(frame, F):
-    """``frame`` with ``__file`` and ``__pos``: the source's own row order, for ties."""
+    """``frame`` with ``__file`` and ``__pos``: the source's own row order, for ties (a source
+    without files, such as a view of the Spark catalog, has no ``_metadata``: its order alone)."""
+    from pyspark.errors import AnalysisException
+
+    try:
+        frame.select(F.col("_metadata.file_path")).schema  # noqa: B018 - analysed here, also over Connect
+        file = F.col("_metadata.file_path")
+    except AnalysisException:
+        file = F.lit(None).cast("string")
     return frame.select(
         *map(quoted, frame.columns),
-        F.col("_metadata.file_path").alias("__file"),
+        file.alias("__file"),
         F.monotonically_increasing_id().alias("__pos"),
     )
 

@@ -15,6 +15,7 @@ from dltrace.deprecated import renamed_keyword
 from dltrace.engine import rewrite_over_catalog
 from dltrace.errors import BadInput, DltraceError, lineage_query_rejected, spark_error
 from dltrace.plain import names_read, plain_sql, with_spark_aliases, with_spark_names
+from dltrace.publish import publish, republish, unpublish
 from dltrace.reasons import SessionUdfs
 from dltrace.registration import register
 from dltrace.results import ROW, ResultStore, SavedResult
@@ -92,19 +93,30 @@ class LineageSession:
     def register(
         self,
         name: str,
-        path: str | os.PathLike,
+        path: str | os.PathLike | None = None,
         key: list[str] | None = None,
         order_by: list[str] | None = None,
         format: str | None = None,
         header: bool | None = None,
         copy: bool = False,
+        version: int | None = None,
+        table: str | None = None,
     ) -> TableEntry:
-        """Register a source (Parquet, CSV, JSON, ORC) as a table with lineage ids; ``header``:
-        whether a CSV's first row names the columns (default: yes, unless it looks like data).
-        Parquet without ``order_by`` is registered in place (not copied) unless ``copy``."""
+        """Register a source (Parquet, CSV, JSON, ORC, a Delta table's directory) as a table with
+        lineage ids; ``header``: whether a CSV's first row names the columns (default: yes,
+        unless it looks like data).  Parquet without ``order_by`` is registered in place (not
+        copied) unless ``copy``; so is a Delta table, the live files of its log's ``version``
+        (None: the newest).  ``table`` instead of ``path``: a table of the Spark session's
+        catalog (``[db.]table``), in place from its files when they are Parquet, else copied."""
         self.check_name_free(name, "a table")
+        if (path is None) == (table is None):
+            raise BadInput("register takes a path or table=\"[db.]table\" (a table of the Spark catalog), one of them")
+        if table is not None:
+            from dltrace.spark_tables import register_table
+
+            return register_table(self.spark, self.catalog, name, table, key=key, order_by=order_by, copy=copy)
         return register(self.spark, self.catalog, name, path, key=key, order_by=order_by, fmt=format, header=header,
-                        copy=copy)
+                        copy=copy, delta_version=version)
 
     # Reason-capable UDFs (docs/reasons.md): dltrace/reasons.py.
 
@@ -417,7 +429,13 @@ class LineageSession:
                                     disjoint_rows=lineage.disjoint_rows(bool(sets)), shared_sets=sets,
                                     references=lineage.references, named=lineage.named)
         self._dataframes.refresh()  # the users' DataFrame session reads it by name now
+        republish(self.spark, self.catalog, self.store, name)  # its Spark view, if published, reads this save
         return saved
+
+    def publish(self, name: str, view: str):
+        """Saved result ``name`` as view ``view`` (``[db.]name``) of the Spark session's catalog:
+        its query columns and ``DL``, for Spark users without dltrace (dltrace/publish.py)."""
+        return publish(self.spark, self.catalog, self.store, name, view)
 
     # Pipelines (dltrace/pipeline.py): steps saved as results, views, scripts.
 
@@ -492,6 +510,7 @@ class LineageSession:
 
     def drop_result(self, name: str) -> None:
         self.store.drop(name)
+        unpublish(lambda: self.spark, self.catalog, name)
 
     def impact(
         self,

@@ -111,7 +111,8 @@ def check_unchanged(catalog, name: str, version: int | None = None) -> None:
     if not files:
         return
     if version is None or version == entry.version:
-        again = f"register it again (`dltrace register {name} {entry.source}`)"
+        named = f"--table {entry.spark_table}" if entry.spark_table else entry.source
+        again = f"register it again (`dltrace register {name} {named}`)"
     else:  # registering again makes a newer version: these rows' files are gone for good
         again = (f"the rows of its data version v{version} are gone, so what was computed from them must be computed "
                  f"again from the current version (v{entry.version})")
@@ -125,7 +126,12 @@ def check_unchanged(catalog, name: str, version: int | None = None) -> None:
             raise SourceChanged(
                 f"table {name} is registered in place and its file {record['path']} changed since: {again}"
             )
-    if version is None or version == entry.version:
+    if (version is None or version == entry.version) and entry.delta:
+        from dltrace.delta import changed
+
+        if (why := changed(name, entry.source, entry.delta)) is not None:
+            raise SourceChanged(why)
+    elif version is None or version == entry.version:
         listed = listed_files(entry.source) or []
         added = sorted(set(map(str, listed)) - {record["path"] for record in files})
         if added:
@@ -189,6 +195,10 @@ def rows_sql(catalog, name: str, version: int | None = None) -> str:
     if not files:
         return f"SELECT * FROM parquet.{backquoted(str(catalog.data_path(name, version)))}"
     old = next((o for o in entry.previous if o["version"] == version), {})
+    if old.get("delta", entry.delta if not old else None):
+        # a Delta table's directory also holds files its log removed: each live file read alone
+        return " UNION ALL ".join(
+            f"SELECT *, {id_sql(entry.code, [f])} AS {ID_COLUMN} FROM parquet.{backquoted(f['path'])}" for f in files)
     source = old.get("source", entry.source)  # lists the recorded files, as checked above
     return f"SELECT *, {id_sql(entry.code, files)} AS {ID_COLUMN} FROM parquet.{backquoted(source)}"
 

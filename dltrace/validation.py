@@ -67,6 +67,9 @@ TABLE_TYPES: dict[str, Check] = {
     "files": optional(list_of(lambda f: isinstance(f, dict) and all(
         isinstance(f.get(name), kind) for name, kind in (("path", str), ("size", int), ("mtime_ns", int), ("rows", int),
                                                          ("first_row", int), ("uri", str))))),
+    "delta": optional(lambda d: isinstance(d, dict) and integer()(d.get("version"))
+                      and isinstance(d.get("pinned"), bool)),
+    "spark_table": optional(text),
     "previous": list_of(lambda old: isinstance(old, dict) and optional(SCHEMA)(old.get("schema")) and all(
         name in old and check(old[name]) for name, check in PREVIOUS_VERSION.items())),
 }

@@ -6,12 +6,17 @@ import argparse
 
 from dltrace.commands.common import Parents, columns_list, open_session
 from dltrace.commands.tables import id_range
+from dltrace.errors import BadInput
 
 
 def add_parser(commands, parents: Parents) -> None:
     reg = commands.add_parser("register", parents=[parents.common], help="register a table: ids for its rows")
     reg.add_argument("name")
-    reg.add_argument("path")
+    reg.add_argument("path", nargs="?", help="a file, directory, glob or Delta table (a directory with _delta_log)")
+    reg.add_argument("--table", metavar="[DB.]TABLE",
+                     help="instead of PATH: a table of the Spark session's catalog (in place when Parquet)")
+    reg.add_argument("--version", type=int, metavar="N",
+                     help="a Delta table: the version of its log to register (default: the newest)")
     reg.add_argument("--key", help="key columns, comma separated (needed for revisions)")
     reg.add_argument("--order-by", help="id order, comma separated (chronological clusters lineage)")
     reg.add_argument(
@@ -31,6 +36,8 @@ def add_parser(commands, parents: Parents) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if (args.path is None) == (args.table is None):
+        raise BadInput("register takes a PATH or --table [DB.]TABLE (a table of the Spark catalog), one of them")
     entry = open_session(args).register(
         args.name,
         args.path,
@@ -39,8 +46,12 @@ def run(args: argparse.Namespace) -> int:
         args.format,
         header=args.header,
         copy=args.copy,
+        version=args.version,
+        table=args.table,
     )
     print(f"registered {args.name}: {entry.rows} rows, code {entry.code}, {id_range(entry)}")
+    if entry.delta:
+        print(f"Delta table at version {entry.delta['version']}: {len(entry.files)} live files, read in place")
     if entry.changes:
         print(
             f"data version v{entry.version}: {entry.changes['unchanged']} rows unchanged (same ids), "

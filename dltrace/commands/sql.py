@@ -12,6 +12,7 @@ from dltrace.errors import BadInput
 from dltrace.formatting import output_limit
 from dltrace.granularity import GranuleDecoder, split_lineage_on
 from dltrace.pipeline import Statement, check_result_name, run_statement
+from dltrace.publish import check_view_name
 from dltrace.steps import check_savable
 
 
@@ -21,6 +22,8 @@ def add_parser(commands, parents: Parents) -> None:
     sql.add_argument("--format", choices=FORMATS, default="table")
     sql.add_argument("--limit", type=int, help="at most N rows (table format: 50 by default)")
     sql.add_argument("--save", metavar="NAME", help="keep the result with its lineage for impact and explain")
+    sql.add_argument("--publish", metavar="[DB.]VIEW",
+                     help="with --save: also a view of the Spark catalog over the saved rows and DL")
     sql.set_defaults(handler=run)
 
 
@@ -28,6 +31,10 @@ def run(args: argparse.Namespace) -> int:
     session = open_session(args)
     query, lineage_on = split_lineage_on(query_text(args.query), args.lineage_on)
     # bad options fail before Spark starts
+    if args.publish and not args.save:
+        raise BadInput("--publish makes a view of a saved result: give --save NAME too")
+    if args.publish:
+        check_view_name(args.publish)
     if args.save:
         check_savable(lineage_on)
         check_result_name(args.save)
@@ -41,6 +48,9 @@ def run(args: argparse.Namespace) -> int:
     frame = session.sql(query, args.semantics, args.repr, lineage_on=lineage_on)
     if args.save:
         frame = save_for_sql(session, frame, args.save, query, args.semantics, args.repr)
+        if args.publish:
+            session.publish(args.save, args.publish)
+            print(f"dltrace: published result {args.save.lower()} as Spark view {args.publish}", file=sys.stderr)
     print_rows(session, frame, args, limit, GranuleDecoder(session, query, lineage_on) if lineage_on else None)
     return 0
 
