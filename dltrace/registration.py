@@ -230,18 +230,18 @@ def _checked_source(spark, source: Location, path, fmt: str, header: bool | None
         if guessing:  # a row of data as names can repeat a renamed one (1, 1 as 11, 12, and 11)
             check_header(path, csv_first_row(spark, source), header)
         raise BadInput(f"cannot read {path} as {fmt}: {str(error).splitlines()[0]}") from None
-    return _checked_frame(frame, path, fmt, header, key, order_by)
+    if guessing and any(DATA_LIKE.match(c) for c in frame.columns):
+        check_header(path, csv_first_row(spark, source), header)
+    return _checked_frame(frame, path, key, order_by)
 
 
-def _checked_frame(frame, path, fmt: str, header: bool | None, key: list[str] | None, order_by: list[str] | None):
+def _checked_frame(frame, path, key: list[str] | None, order_by: list[str] | None):
     """``frame`` (the source read), refused as ``_checked_source`` says."""
     from pyspark.sql import functions as F
 
     columns = frame.columns
     if not columns:
         raise BadInput(f"{path} has no columns (an empty file?): there is nothing to register")
-    if guessing and any(DATA_LIKE.match(c) for c in columns):
-        check_header(path, csv_first_row(spark, source), header)
     lower = {c.lower(): c for c in columns}
     if ID_COLUMN in lower:
         raise BadInput(f"{path} already has a column named {ID_COLUMN}, which dltrace reserves")
@@ -394,7 +394,7 @@ def _register_delta(spark, catalog: Catalog, name: str, source: Location, key: l
     previous = catalog.tables.get(name)
     if previous and previous.fingerprint == fingerprint:
         return previous  # the same version registered again: nothing to do
-    frame = _checked_frame(spark.read.parquet(*map(str, files)), source, "delta", None, key, order_by)
+    frame = _checked_frame(spark.read.parquet(*map(str, files)), source, key, order_by)
     new = Registration(name, previous, _next_version(catalog, name, previous), str(source), "delta", key, order_by,
                        fingerprint, {f.name: f.dataType.simpleString() for f in frame.schema.fields})
     if order_by or copy:

@@ -50,7 +50,7 @@ def _copied_table(spark, catalog: Catalog, name: str, table: str, key: list[str]
     """A table whose files dltrace does not read itself, copied with ids from ``spark.table``."""
     key = [k.strip() for k in key] if key else None
     order_by = [c.strip() for c in order_by] if order_by else None
-    frame = _checked_frame(spark.table(table), f"table {table}", "table", None, key, order_by)
+    frame = _checked_frame(spark.table(table), f"table {table}", key, order_by)
     previous = catalog.tables.get(name)
     # no files to digest: each registration is a new copy (unchanged rows keep ids with --key)
     fingerprint = hashlib.sha256(json.dumps(["table", table, key, order_by, time.time()]).encode()).hexdigest()[:32]
