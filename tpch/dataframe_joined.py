@@ -18,7 +18,7 @@ from decimal import Decimal
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from tpch.dataframe_queries import _revenue
+from tpch.dataframe_queries import _revenue0
 
 __all__ = ["JOINED"]
 
@@ -72,16 +72,7 @@ def q11(spark: SparkSession) -> DataFrame:
 def q15(spark: SparkSession) -> DataFrame:
     # the CTE revenue0 is a DataFrame used twice; the scalar subquery max(total_revenue) is a join
     # with its one-row aggregate
-    revenue0 = (
-        spark.table("lineitem")
-        .filter(
-            (F.col("l_shipdate") >= F.lit(datetime.date(1996, 1, 1)))
-            & (F.col("l_shipdate") < F.lit(datetime.date(1996, 4, 1)))  # + interval '3' month
-        )
-        .groupBy("l_suppkey")
-        .agg(F.sum(_revenue()).alias("total_revenue"))
-        .withColumnRenamed("l_suppkey", "supplier_no")
-    )
+    revenue0 = _revenue0(spark)
     top = revenue0.agg(F.max("total_revenue").alias("max_revenue"))
     return (
         spark.table("supplier")

@@ -350,9 +350,9 @@ def q14(spark: SparkSession) -> DataFrame:
     )
 
 
-def q15(spark: SparkSession) -> DataFrame:
-    # the CTE revenue0 is a DataFrame used twice, once in the scalar subquery
-    revenue0 = (
+def _revenue0(spark: SparkSession) -> DataFrame:
+    """Q15's CTE revenue0: each supplier's revenue in the first quarter of 1996."""
+    return (
         spark.table("lineitem")
         .filter(
             (F.col("l_shipdate") >= F.lit(datetime.date(1996, 1, 1)))
@@ -362,6 +362,11 @@ def q15(spark: SparkSession) -> DataFrame:
         .agg(F.sum(_revenue()).alias("total_revenue"))
         .withColumnRenamed("l_suppkey", "supplier_no")
     )
+
+
+def q15(spark: SparkSession) -> DataFrame:
+    # the CTE revenue0 is a DataFrame used twice, once in the scalar subquery
+    revenue0 = _revenue0(spark)
     return (
         spark.table("supplier")
         .join(revenue0, F.col("s_suppkey") == F.col("supplier_no"))
