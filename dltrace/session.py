@@ -9,8 +9,8 @@ from contextlib import contextmanager
 
 from dltrace import granularity, rewriter, steps
 from dltrace.broadcasts import keep_broadcasts
-from dltrace.catalog import NAME_PATTERN, Catalog, TableEntry
-from dltrace.dataframe import DataFrameFront, is_connect_frame
+from dltrace.catalog import Catalog, TableEntry
+from dltrace.dataframe import DataFrameFront
 from dltrace.deprecated import renamed_keyword
 from dltrace.engine import rewrite_over_catalog
 from dltrace.errors import BadInput, DltraceError, lineage_query_rejected, spark_error
@@ -25,7 +25,7 @@ from dltrace.scripts import spark_sql_script
 from dltrace.spark import SORTED_AGGREGATES, get_spark, session_conf
 from dltrace.spark_views import SparkViews
 from dltrace.steps import MadeBy
-from dltrace.views import ViewStore, inline
+from dltrace.views import ViewStore, check_name_free, create_view, expand
 
 DEFAULT_CATALOG = ".dltrace"
 
@@ -155,28 +155,13 @@ class LineageSession:
     def check_name_free(self, name: str, wanted: str) -> None:
         """Tables, saved results and views share one namespace: ``name`` must not be one of
         another kind than ``wanted`` ("a table", "a saved result", "a view")."""
-        lowered = name.lower()
-        owners = {
-            "a table": lowered in self.catalog.tables,
-            "a saved result": self.store.exists(lowered),
-            "a view": lowered in self.views(),
-        }
-        for owner, taken in owners.items():
-            if taken and owner != wanted:
-                raise BadInput(f"'{lowered}' is already {owner}: tables, saved results and views share one namespace, "
-                               f"choose another name")
+        check_name_free(name, wanted, self.catalog.tables, self.store.exists, self.views())
 
     def expand(self, query: str, inline_results: bool = False) -> str:
         """``query`` with the views it reads as CTEs; with ``inline_results`` the saved results
         too (their recorded queries), down to the base tables."""
-        views, saved = self.views(), self.saved_results() if inline_results else {}
-
-        def definition(name: str) -> str | None:
-            return views.get(name) or (saved[name].query if name in saved else None)
-
-        expression = rewriter.parse(query)
-        expanded = inline(expression, definition)
-        return query if expanded is expression else expanded.sql(dialect="spark")
+        saved = {name: result.query for name, result in self.saved_results().items()} if inline_results else {}
+        return expand(query, {**saved, **self.views()})
 
     @renamed_keyword("repr", "representation")
     def rewrite(
@@ -265,7 +250,7 @@ class LineageSession:
         query, lineage_on = granularity.split_lineage_on(query, lineage_on)
         query = self.expand(query)  # views inlined once: the rewrite, Spark's names and save read it
         if lineage and lineage_on is None:
-            return self._row_lineage(query, semantics, representation, tagged_row_ids if tag_instances else None)
+            return self.row_lineage(query, semantics, representation, tagged_row_ids if tag_instances else None)
         if not lineage:
             text = self.plain(query)
         else:
@@ -276,7 +261,7 @@ class LineageSession:
             self._queries[frame] = MadeBy(query, semantics, representation, lineage_on, False, None, False)
         return frame
 
-    def _row_lineage(self, query: str, semantics: str, representation: str, id_source: rewriter.IdSource | None = None,
+    def row_lineage(self, query: str, semantics: str, representation: str, id_source: rewriter.IdSource | None = None,
                      references: bool = False):
         """``query`` (views inlined) with row lineage, remembered for ``save`` and
         ``shared_lineage`` (``references``: as a saved step stores it)."""
@@ -288,6 +273,10 @@ class LineageSession:
         self._queries[frame] = MadeBy(query, semantics, representation, None, meta.get(rewriter.DISJOINT_ROWS, False),
                                       meta.get(rewriter.SHARED), meta.get(rewriter.MANY_GROUPS, False), references)
         return frame
+
+    def made_by(self, frame) -> MadeBy | None:
+        """What ``frame`` was computed from, when ``sql`` or ``trace`` returned it."""
+        return self._queries.get(frame)
 
     @contextmanager
     def executing(self, frame) -> Iterator[None]:
@@ -369,20 +358,7 @@ class LineageSession:
 
     def decode(self, ids: list[int]) -> dict[str, list[dict]]:
         """The base rows behind ``ids``: ``{table: [row as dict, ...]}`` (key columns, or all)."""
-        from pyspark.sql import functions as F
-
-        by_table: dict[str, list[int]] = {}
-        for dl_id in ids:
-            by_table.setdefault(self.catalog.table_of_id(dl_id), []).append(int(dl_id))
-        self.spark_views.ensure()
-        self.spark_views.check_fresh(by_table)
-        rows = {}
-        for table, table_ids in by_table.items():
-            entry = self.catalog.entry(table)
-            columns = ["_dl_id", *(entry.key or list(entry.schema))]
-            frame = self.spark.table(table).where(F.col("_dl_id").isin(table_ids)).select(*columns).orderBy("_dl_id")
-            rows[table] = [row.asDict() for row in frame.collect()]
-        return rows
+        return self.spark_views.base_rows(ids)
 
     # Saved results, impact and explain (docs/architecture.md, docs/formats.md): dltrace/results.py, dltrace/impact/.
 
@@ -400,34 +376,8 @@ class LineageSession:
         a ``_row`` number per output row, plus a forward index (id -> rows): always (``index``
         True), never (False), or when the result is large enough for it to pay (None).
         ``query`` is needed only for a DataFrame ``sql`` did not return; a DataFrame built in
-        ``frames`` is traced first."""
-        if isinstance(frame, str) or not isinstance(name, str):
-            raise BadInput("save(frame, name) takes the DataFrame sql() or trace() returned, then the result's "
-                           "name: ls.save(ls.sql(query), 'name')")
-        if query is None and is_connect_frame(frame) and frame not in self._queries:
-            frame = self.trace(frame, semantics or "control", representation or "set")
-        made_by = self._queries.get(frame)
-        if query is None and made_by is None:
-            raise BadInput("save: this DataFrame was not returned by sql() with row lineage: pass query=")
-        steps.check_savable(made_by.lineage_on if made_by else None)
-        if query is not None:
-            steps.check_savable(granularity.split_lineage_on(query, None)[1])
-        query = self.expand(query) if query is not None else made_by.query
-        semantics = semantics or (made_by.semantics if made_by else "control")
-        representation = representation or (made_by.representation if made_by else "set")
-        self.check_name_free(name, "a saved result")
-        steps.check_target(self.store, name, query)
-        lineage = steps.plain_lineage(made_by)
-        if steps.is_step(made_by) and (read := self.results_read(query)):
-            if not made_by.references:  # planned again as the step stores it: the rows read named
-                frame = self._row_lineage(query, semantics, representation, references=True)
-            lineage = steps.step_lineage(name, made_by, read, self.store, self.spark_views.path,
-                                         lambda: self.lineage_expression(query, semantics, representation).meta)
-        rows, sets = self.shared_lineage(frame)  # shared sets are stored once, not in every row
-        with self.executing(frame):
-            saved = self.store.save(rows, name, query, semantics, representation, index,
-                                    disjoint_rows=lineage.disjoint_rows(bool(sets)), shared_sets=sets,
-                                    references=lineage.references, named=lineage.named)
+        ``frames`` is traced first (dltrace/steps.py)."""
+        saved = steps.save(self, frame, name, query, semantics, representation, index)
         self._dataframes.refresh()  # the users' DataFrame session reads it by name now
         republish(self.spark, self.catalog, self.store, name)  # its Spark view, if published, reads this save
         return saved
@@ -458,7 +408,7 @@ class LineageSession:
         bare, lineage_on = granularity.split_lineage_on(query, None)
         if lineage_on is None and self.results_read(expanded := self.expand(bare)):
             # a step over saved results: Spark plans only the form it stores (their rows named)
-            frame = self._row_lineage(expanded, semantics, representation, references=True)
+            frame = self.row_lineage(expanded, semantics, representation, references=True)
         else:
             frame = self.sql(query, semantics, representation)
         return self.save(frame, name, index=index)
@@ -466,21 +416,7 @@ class LineageSession:
     def create_view(self, name: str, query: str, temporary: bool = False, replace: bool = False) -> None:
         """``CREATE [OR REPLACE] [TEMP] VIEW name AS query``: later queries read ``query`` in its
         place; a temporary view lasts as long as this session, another is kept in the catalog."""
-        if not NAME_PATTERN.match(name):
-            raise BadInput(f"'{name}' is not a valid view name: use letters, digits and _")
-        self.check_name_free(name, "a view")
-        lowered = name.lower()
-        stored = ViewStore(self.catalog)
-        exists = lowered in self.temporary_views if temporary else lowered in stored.all()
-        if exists and not replace:
-            raise BadInput(f"view {lowered} exists: CREATE OR REPLACE VIEW replaces it")
-        views = {**self.views(), lowered: query}
-        inline(rewriter.parse(query), views.get)  # a view that reads itself fails here
-        self.plain(query)  # unknown tables and columns fail now, at the CREATE
-        if temporary:
-            self.temporary_views[lowered] = query
-        else:
-            stored.save(lowered, query)
+        create_view(self, name, query, temporary, replace)
 
     @renamed_keyword("repr", "representation")
     def run_script(self, text: str, semantics: str = "control", representation: str = "set", on_outcome=None) -> list:

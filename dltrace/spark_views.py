@@ -86,6 +86,23 @@ class SparkViews:
         if stale:
             raise self.stale[stale[0]]
 
+    def base_rows(self, ids: list[int]) -> dict[str, list[dict]]:
+        """The base rows behind ``ids``: ``{table: [row as dict, ...]}`` (key columns, or all)."""
+        from pyspark.sql import functions as F
+
+        by_table: dict[str, list[int]] = {}
+        for dl_id in ids:
+            by_table.setdefault(self.catalog.table_of_id(dl_id), []).append(int(dl_id))
+        self.ensure()
+        self.check_fresh(by_table)
+        rows = {}
+        for table, table_ids in by_table.items():
+            entry = self.catalog.entry(table)
+            columns = ["_dl_id", *(entry.key or list(entry.schema))]
+            frame = self.spark.table(table).where(F.col("_dl_id").isin(table_ids)).select(*columns).orderBy("_dl_id")
+            rows[table] = [row.asDict() for row in frame.collect()]
+        return rows
+
     def _ensure_table(self, name: str) -> None:
         """The table's view; the files of an in-place table are checked first (a stat each)."""
         path = str(self.catalog.data_path(name))

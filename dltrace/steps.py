@@ -105,3 +105,38 @@ def step_lineage(name: str, made_by: MadeBy, read: dict[str, SavedResult], store
     references = reference_codes(read)
     return StepLineage(disjoint and named_rows_disjoint, shared_disjoint and named_rows_disjoint, references,
                        read if references else None)
+
+
+def save(ls, frame, name: str, query: str | None, semantics: str | None, representation: str | None,
+         index: bool | None) -> SavedResult:
+    """``LineageSession.save``: check what is saved, plan a step again as it is stored (the
+    rows it reads named), and keep the rows with their shared sets held apart."""
+    from dltrace.dataframe import is_connect_frame
+
+    if isinstance(frame, str) or not isinstance(name, str):
+        raise BadInput("save(frame, name) takes the DataFrame sql() or trace() returned, then the result's "
+                       "name: ls.save(ls.sql(query), 'name')")
+    if query is None and is_connect_frame(frame) and ls.made_by(frame) is None:
+        frame = ls.trace(frame, semantics or "control", representation or "set")
+    made_by = ls.made_by(frame)
+    if query is None and made_by is None:
+        raise BadInput("save: this DataFrame was not returned by sql() with row lineage: pass query=")
+    check_savable(made_by.lineage_on if made_by else None)
+    if query is not None:
+        check_savable(granularity.split_lineage_on(query, None)[1])
+    query = ls.expand(query) if query is not None else made_by.query
+    semantics = semantics or (made_by.semantics if made_by else "control")
+    representation = representation or (made_by.representation if made_by else "set")
+    ls.check_name_free(name, "a saved result")
+    check_target(ls.store, name, query)
+    lineage = plain_lineage(made_by)
+    if is_step(made_by) and (read := ls.results_read(query)):
+        if not made_by.references:  # planned again as the step stores it: the rows read named
+            frame = ls.row_lineage(query, semantics, representation, references=True)
+        lineage = step_lineage(name, made_by, read, ls.store, ls.spark_views.path,
+                               lambda: ls.lineage_expression(query, semantics, representation).meta)
+    rows, sets = ls.shared_lineage(frame)  # shared sets are stored once, not in every row
+    with ls.executing(frame):
+        return ls.store.save(rows, name, query, semantics, representation, index,
+                             disjoint_rows=lineage.disjoint_rows(bool(sets)), shared_sets=sets,
+                             references=lineage.references, named=lineage.named)

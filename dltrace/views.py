@@ -27,6 +27,7 @@ from sqlglot import exp
 from dltrace.catalog import NAME_PATTERN, Catalog
 from dltrace.errors import BadInput
 from dltrace.json_store import JsonStore
+from dltrace.rewriter import parse
 
 DIRECTORY = "views"
 
@@ -99,3 +100,42 @@ def inline(expression: exp.Query, definition: Callable[[str], str | None]) -> ex
     else:
         with_.set("expressions", ctes + list(with_.expressions))
     return expression
+
+
+def create_view(ls, name: str, query: str, temporary: bool, replace: bool) -> None:
+    """``LineageSession.create_view``: a view's name is checked against the one namespace,
+    and its query (unknown tables and columns, a view that reads itself) before it is kept."""
+    if not NAME_PATTERN.match(name):
+        raise BadInput(f"'{name}' is not a valid view name: use letters, digits and _")
+    ls.check_name_free(name, "a view")
+    lowered = name.lower()
+    stored = ViewStore(ls.catalog)
+    exists = lowered in ls.temporary_views if temporary else lowered in stored.all()
+    if exists and not replace:
+        raise BadInput(f"view {lowered} exists: CREATE OR REPLACE VIEW replaces it")
+    views = {**ls.views(), lowered: query}
+    inline(parse(query), views.get)  # a view that reads itself fails here
+    ls.plain(query)  # unknown tables and columns fail now, at the CREATE
+    if temporary:
+        ls.temporary_views[lowered] = query
+    else:
+        stored.save(lowered, query)
+
+
+def expand(query: str, definitions: dict[str, str]) -> str:
+    """``query`` with the views (or saved results) of ``definitions`` it reads as CTEs; the
+    text unchanged when it reads none."""
+    expression = parse(query)
+    expanded = inline(expression, definitions.get)
+    return query if expanded is expression else expanded.sql(dialect="spark")
+
+
+def check_name_free(name: str, wanted: str, tables, result_exists: Callable[[str], bool], views) -> None:
+    """Tables, saved results and views share one namespace: ``name`` must not be one of
+    another kind than ``wanted`` ("a table", "a saved result", "a view")."""
+    lowered = name.lower()
+    owners = {"a table": lowered in tables, "a saved result": result_exists(lowered), "a view": lowered in views}
+    for owner, taken in owners.items():
+        if taken and owner != wanted:
+            raise BadInput(f"'{lowered}' is already {owner}: tables, saved results and views share one namespace, "
+                           f"choose another name")

@@ -829,7 +829,7 @@ def test_an_upstream_saved_again_after_a_step_is_planned_fails_the_step_in_one_l
     make them name the wrong rows; the step fails in one line and saves nothing."""
     from dltrace.session import LineageSession as Session
 
-    planned = Session._row_lineage
+    planned = Session.row_lineage
     resaved = []
 
     def meanwhile(self, *args, **kwargs):
@@ -841,7 +841,7 @@ def test_an_upstream_saved_again_after_a_step_is_planned_fails_the_step_in_one_l
                              REFERENCE_STEPS[0][1] + " having count(*) > 1", "control", "set")
         return frame
 
-    monkeypatch.setattr(Session, "_row_lineage", meanwhile)
+    monkeypatch.setattr(Session, "row_lineage", meanwhile)
     with pytest.raises(BadInput, match="result ref_custrev was saved again while ref_step was computed from it"):
         pipelines.create_table("ref_step", REFERENCE_STEPS[1][1])
     assert resaved and not pipelines.store.exists("ref_step")

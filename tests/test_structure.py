@@ -16,8 +16,6 @@ LONG_MODULES = {
     # the byte format's encoders and decoders for every kind, kept beside its specification
     # (the module docstring) so that a change to one side shows the other
     "dltrace/bddsets/encoding.py": "one byte format, specification and code together",
-    # the facade of the whole Python API: one short delegating method per public call
-    "dltrace/session.py": "the Python API's facade, a method per public call",
 }
 LONG_FUNCTIONS: dict[str, str] = {}
 
