@@ -1,6 +1,10 @@
 """Rule: ``UNION ALL`` leaves each row's DL unchanged (paper §3.4).
 
 Both inputs must expose the same lineage columns, so each is collapsed to one set column.
+A set every input's rows share (the same uncorrelated subquery's lineage in each, as TPC-H
+and TPC-DS queries write one filter per sales channel) stays out of that column: it is
+shared by every row of the union too, so it is evaluated once and held apart above it,
+instead of being spelled out in every row.
 
 >>> from dltrace.rewriter import rewrite_sql, PAPER_SCHEMA
 >>> print(rewrite_sql("SELECT s_name AS name FROM store UNION ALL SELECT i_name FROM item", PAPER_SCHEMA))
@@ -14,6 +18,7 @@ from collections.abc import Callable
 from sqlglot import exp
 
 from dltrace.rewriter.context import RewriteContext, unsupported
+from dltrace.rewriter.projection import is_symbolic
 from dltrace.rewriter.terms import Lineage, Term, is_lineage_column, lineage_column, tables_of
 
 
@@ -24,13 +29,37 @@ def union_all(union: exp.Expression, context: RewriteContext) -> exp.Expression:
     if union.args.get("distinct"):
         raise unsupported(union, "UNION (distinct)")
     of = context.lineage.of
-    tables = tables_of(of(union.left.unnest()).output) | tables_of(of(union.right.unnest()).output)
+    shared = _shared_by_every_input(union, context)
+    own = lambda terms: tuple(t for t in terms if _text(t) not in shared)  # noqa: E731
+    tables = tables_of(own(of(union.left.unnest()).output)) | tables_of(own(of(union.right.unnest()).output))
     for side in (union.left, union.right):
         replace_lineage_columns(
-            side.unnest(), lambda terms: [(lineage_column(0), context.representation.as_set(terms))], context
+            side.unnest(), lambda terms: [(lineage_column(0), context.representation.as_set(own(terms)))], context
         )
-    of(union).output = (Term(exp.column(lineage_column(0)), context.representation.set_kind, tables),)
+    own_term = Term(exp.column(lineage_column(0)), context.representation.set_kind, tables)
+    of(union).output = (own_term, *shared.values())
     return union
+
+
+def _shared_by_every_input(union: exp.SetOperation, context: RewriteContext) -> dict[str, Term]:
+    """The symbolic terms (shared sets, ``projection.is_symbolic``) that every SELECT under
+    ``union`` carries, by their SQL text."""
+    common: dict[str, Term] | None = None
+    for select in _inputs(union):
+        terms = {_text(t): t for t in context.lineage.of(select).output if is_symbolic(t, context)}
+        common = terms if common is None else {text: t for text, t in common.items() if text in terms}
+    return common or {}
+
+
+def _inputs(query: exp.Expression) -> list[exp.Expression]:
+    """The SELECTs a chain of set operations combines."""
+    if isinstance(query, exp.SetOperation):
+        return _inputs(query.left.unnest()) + _inputs(query.right.unnest())
+    return [query]
+
+
+def _text(term: Term) -> str:
+    return term.sql.sql(dialect="spark")
 
 
 def replace_lineage_columns(
