@@ -89,6 +89,21 @@ CONSTRUCTS = {
     "shared_set_in_union_side": "select u.s_id from (select s_id, sum(num) as total from sales group by s_id having "
                                 "sum(num) > (select sum(num) / 100 from sales) union all select s_id, 1 from store) u "
                                 "where u.s_id > (select min(i_id) from item)",
+    # every input of a UNION ALL reads the same uncorrelated subqueries (TPC-DS q14's shape: one
+    # branch per sales channel): their sets are held apart above the union, also through ROLLUP
+    "shared_set_in_every_union_side": "select u.s_id, count(*) as n from (select s_id from sales where i_id in "
+                                      "(select i_id from item where category = 'clothing') union all select s_id "
+                                      "from sales where i_id in (select i_id from item where category = "
+                                      "'clothing') and num > 1500"
+                                      " union all select s_id from sales where i_id in (select i_id from item where "
+                                      "category = 'clothing') and num > (select avg(num) from sales)) u group by "
+                                      "u.s_id",
+    "shared_set_union_rollup": "select tag, s_id, sum(n) as total from (select 'a' as tag, s_id, sum(num) as n from "
+                               "sales where i_id in (select i_id from item where category = 'clothing') group by "
+                               "s_id having sum(num) > (select avg(num) from sales) union all select 'b', s_id, "
+                               "sum(num) from sales where i_id in (select i_id from item where category = 'clothing')"
+                               " group by s_id having sum(num) > (select avg(num) from sales)) y group by rollup "
+                               "(tag, s_id) order by tag nulls first, s_id nulls first limit 5",
     # a correlated aggregate and its copy as one grouped LEFT JOIN (rewriter/grouped_value_join.py):
     # rows whose value is NULL (no inner rows) pass through the OR with no lineage of it
     "value_join_null_value": "select s_name from store d where d.state = 'CA' or 1000 < (select sum(s.num) "
@@ -110,8 +125,9 @@ CONSTRUCTS = {
 }
 
 
-# a window row's control lineage is its whole partition, which derives t and its siblings
-CONTAINS_ONLY = {"window", "window_no_partition"}
+# a window row's control lineage is its whole partition, which derives t and its siblings; a
+# ROLLUP subtotal's derives the finer groups it sums as well
+CONTAINS_ONLY = {"window", "window_no_partition", "shared_set_union_rollup"}
 
 
 @pytest.fixture(scope="module")

@@ -249,3 +249,18 @@ def test_saved_lineage_decodes_to_exactly_the_ids_given(empty, dls, shared_sets)
     # the forward index holds every (own id, row) pair once
     pairs = sorted((r.id, r[ROW]) for r in store.index(spark, saved).collect())
     assert pairs == sorted((i, row) for row, k in by_row.items() for i in dls[k])
+
+
+def test_sets_every_input_of_a_union_all_shares_are_held_apart_above_it(paper):
+    """TPC-DS q14's shape: one branch per channel, each filtered by the same uncorrelated
+    subqueries, then a ROLLUP over the union.  The sets are held apart (computed once), and
+    each row's own ids plus the sets are its whole DL, as ``sql`` spells it out."""
+    from tests.test_constructs import CONSTRUCTS
+
+    frame = paper.sql(CONSTRUCTS["shared_set_union_rollup"])
+    rows, sets = paper.shared_lineage(frame)
+    assert len(sets) == 2
+    shared_ids = set().union(*(set(s.first()[0]) for s in sets))
+    whole = [(r[:-1], set(r.DL)) for r in frame.collect()]
+    assert [(r[:-1], set(r.DL) | shared_ids) for r in rows.collect()] == whole
+    assert all(not shared_ids <= set(r.DL) for r in rows.collect())  # the rows do not spell the sets out
