@@ -87,6 +87,8 @@ def spark_error(error: Exception) -> DltraceError:
     from pyspark.errors import AnalysisException
 
     first, state = spark_message(error)
+    if "spark.driver.maxResultSize" in str(error):
+        return DltraceError(f"the rows' lineage is more than Spark brings to the driver at once: {RESULT_SIZE_HELP}")
     if state and state.startswith(INTERNAL_STATE):
         return DltraceError(f"Spark failed inside its planner ({DLTRACE_BUG}, with the query; `dltrace rewrite` "
                             f"prints the lineage query Spark was given): Spark: {first}")
@@ -120,6 +122,11 @@ def jvm_alive() -> bool:
         return False
 
 
+RESULT_SIZE_HELP = (
+    "save the result (--save; shared sets are kept once), ask for fewer rows (--limit), use the table format "
+    "(shared sets read once), or raise the limit (SPARK_DRIVER_MAX_RESULT_SIZE=4g; Spark's "
+    "spark.driver.maxResultSize)"
+)
 MEMORY_HELP = (
     "the lineage is too large for Spark's memory: save the result (--save) instead of printing it, "
     "ask for fewer rows, or give Spark more memory (SPARK_DRIVER_MEMORY=16g; now {memory})"

@@ -46,6 +46,9 @@ DEFAULT_CONF = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     # embedded Spark runs its tasks in the driver's JVM: this heap holds every lineage set in flight
     "spark.driver.memory": os.environ.get("SPARK_DRIVER_MEMORY") or "8g",
+    # what one action may bring to the driver: past it Spark stops the job (the JVM lives on),
+    # and dltrace says what to do instead (errors.RESULT_SIZE_HELP); Spark's own default
+    "spark.driver.maxResultSize": os.environ.get("SPARK_DRIVER_MAX_RESULT_SIZE") or "1g",
     "spark.executor.extraJavaOptions": JVM_OPTIONS,  # a local cluster's executors (the driver's: _embedded)
 }
 

@@ -2,7 +2,7 @@
 session's Spark), so that an experiment cannot silently stop running (the Walmart bench once
 stopped with an IndexError on a query without id columns).  Figures are not checked here:
 only that each command finishes with exit status 0 and writes what it reports.  Every
-subcommand of ``python -m tpch`` and ``python -m walmart`` must be among them (checked
+subcommand of ``python -m tpch``, ``python -m walmart`` and ``python -m tpcds`` must be among them (checked
 without a JVM)."""
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ COMMANDS = {
     "walmart bench": ("walmart.__main__", ["bench", "--scale", "0.01", "--repeat", "1", "--out", "{out}"]),
     "walmart table9": ("walmart.__main__", ["table9", "--scale", "0.01", "--queries", "q1"]),
     "reasons_bench": ("tpch.reasons_bench", ["--rows", "1000", "--repeat", "1"]),
+    "tpcds bench": ("tpcds.__main__", ["bench", "--sf", "0.01", "--repeat", "1", "--out", "{out}"]),
 }
-PROGRAMS = {"tpch": "tpch.__main__", "walmart": "walmart.__main__"}
+PROGRAMS = {"tpch": "tpch.__main__", "walmart": "walmart.__main__", "tpcds": "tpcds.__main__"}
 
 
 def subcommands(module: str) -> list[str]:

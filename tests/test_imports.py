@@ -16,7 +16,7 @@ from pathlib import Path
 
 PACKAGE = "dltrace"
 ROOT = Path(__file__).resolve().parent.parent
-OUTSIDE = ("tpch", "walmart", "tests")  # the repository's benchmarks and tests: never imported by the library
+OUTSIDE = ("tpch", "tpcds", "walmart", "tests")  # the repository's benchmarks and tests: never imported by the library
 
 
 def module_name(path: Path) -> str:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCES = ("pyproject.toml", "README.md", "dltrace", "tpch", "walmart")
+SOURCES = ("pyproject.toml", "README.md", "dltrace", "tpch", "tpcds", "walmart")
 DEV_ONLY = {"pyeda", "matplotlib", "pytest", "hypothesis"}  # dev extras: the tests' and benchmarks'
 
 

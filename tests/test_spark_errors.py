@@ -61,3 +61,22 @@ def test_save_says_what_it_takes(paper):
     query = "select s_name from store"
     with pytest.raises(BadInput, match=r"save\(frame, name\) takes the DataFrame sql\(\) or trace\(\) returned"):
         paper.save("q14", query)
+
+
+def test_lineage_larger_than_the_driver_takes_is_one_line_and_the_jvm_lives(tpch, tmp_path):
+    """Rows each spelling out a large shared set (every lineitem, through an uncorrelated
+    subquery) printed as JSON: past ``spark.driver.maxResultSize`` Spark stops the job, and
+    the command says what to do instead in one line (exit 1), not a dead JVM or a trace."""
+    import os
+    import subprocess
+    import sys
+
+    query = "select l_orderkey from lineitem where l_quantity > (select avg(l_quantity) from lineitem)"
+    env = {**os.environ, "SPARK_DRIVER_MAX_RESULT_SIZE": "1m", "DLTRACE_CATALOG": str(tpch.catalog.directory)}
+    done = subprocess.run([sys.executable, "-m", "dltrace", "sql", query, "--format", "json", "--limit", "40"],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert lines[-1].startswith("dltrace: error: the rows' lineage is more than Spark brings to the driver at once")
+    assert "--save" in lines[-1] and "SPARK_DRIVER_MAX_RESULT_SIZE" in lines[-1]
+    assert "Traceback" not in done.stderr and "JVM" not in lines[-1]

@@ -1,0 +1,1 @@
+"""TPC-DS experiments: queries whose rows share large lineage (``python -m tpcds``)."""
