@@ -8,7 +8,7 @@ bits above 33, the row within it below): ``_row`` is the rank of ``_pos``, the s
 the first ``_row`` of each partition (``positions``, read from the files after the write),
 and a lookup by ``_row`` reads the row groups whose ``_pos`` statistics hold it.  Numbering
 densely while writing took a job of its own, which counted every partition's rows first
-(0.3 s of a 4 s save of 100,000 rows holding 4M ids).  Results saved before format 5 store
+(docs/performance.md, "`_row` without a numbering job").  Results saved before format 5 store
 ``_row`` itself.  The forward index is SMOKE's forward rid index
 (id -> output rows) as a table: sorted by id in small row groups, a lookup of a few ids reads
 a few row groups instead of every row's DL.  It is built at save time when the saved rows

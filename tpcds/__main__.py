@@ -128,7 +128,8 @@ def lineage_sizes(session: LineageSession, sql: str) -> str:
     own = sum(len(lineage_ids(row.DL)) for row in rows.select("DL").collect())
     sizes = [len(shared.first()[0]) for shared in sets]
     held = f"{len(sizes)} shared sets of {', '.join(f'{n:,}' for n in sizes)} ids" if sizes else "no shared set"
-    return f"{rows.count()} rows; {held}; {own:,} own ids in all rows"
+    count = rows.count()
+    return f"{count} row{'s' if count != 1 else ''}; {held}; {own:,} own ids in all rows"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -141,10 +142,14 @@ def main(argv: list[str] | None = None) -> int:
         sizes = {name: lineage_sizes(session, sql) for name, sql in queries.items()}
         results = measure(queries, modes(session, catalog), args.repeat)
         alive = jvm_alive()
+        cli = {name: (results.median(name, "cli"), results.median(name, "cli_plain")) for name in queries}
         context = [f"TPC-DS SF {scale_label(args.sf)}, tables registered in place, control semantics, `set`.", ""]
         context += [f"* {name}: {size}" for name, size in sizes.items()]
         context += ["", f"This process's Spark answers after every run: {'yes' if alive else '**no**'}.", "",
-                    "`cli` and `cli_plain` are processes of their own: each time includes a JVM start."]
+                    "`cli` and `cli_plain` are processes of their own: each time includes a JVM start. "
+                    "`cli` over `cli_plain`: " + ", ".join(
+                        f"{name} {lineage / plain:.2f}x" for name, (lineage, plain) in cli.items() if lineage and plain)
+                    + "."]
         descriptions = {"original": "the plain query, rows collected",
                         "lineage": "`ls.sql(query).collect()`: every row's whole DL",
                         "held_apart": "`ls.shared_lineage`: the rows' own ids, each shared set once",
