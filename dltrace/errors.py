@@ -88,7 +88,7 @@ def spark_error(error: Exception) -> DltraceError:
 
     first, state = spark_message(error)
     if "spark.driver.maxResultSize" in str(error):
-        return DltraceError(f"the rows' lineage is more than Spark brings to the driver at once: {RESULT_SIZE_HELP}")
+        return DltraceError(f"the rows asked for are more than Spark brings to the driver at once: {RESULT_SIZE_HELP}")
     if state and state.startswith(INTERNAL_STATE):
         return DltraceError(f"Spark failed inside its planner ({DLTRACE_BUG}, with the query; `dltrace rewrite` "
                             f"prints the lineage query Spark was given): Spark: {first}")

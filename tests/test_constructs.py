@@ -104,6 +104,14 @@ CONSTRUCTS = {
                                "sum(num) from sales where i_id in (select i_id from item where category = 'clothing')"
                                " group by s_id having sum(num) > (select avg(num) from sales)) y group by rollup "
                                "(tag, s_id) order by tag nulls first, s_id nulls first limit 5",
+    # (with tag_instances each branch's copy is another occurrence, so the sets are held apart
+    # only in the untagged runs: test_graph_lineage_is_tree_lineage_untagged compares those)
+    "in_union_all_shared_set": "select s_name from store where s_id in (select s_id from sales where num > (select "
+                               "avg(num) from sales) union all select s_id from sales where price > (select avg(num) "
+                               "from sales))",
+    # a padded row of an outer join gets none of the set the other side's rows share
+    "left_join_shared_set": "select st.s_name, u.n from store st left join (select s_id, num as n from sales where "
+                            "i_id in (select i_id from item where category = 'stationery')) u on st.s_id = u.s_id",
     # a correlated aggregate and its copy as one grouped LEFT JOIN (rewriter/grouped_value_join.py):
     # rows whose value is NULL (no inner rows) pass through the OR with no lineage of it
     "value_join_null_value": "select s_name from store d where d.state = 'CA' or 1000 < (select sum(s.num) "

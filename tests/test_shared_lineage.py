@@ -264,3 +264,19 @@ def test_sets_every_input_of_a_union_all_shares_are_held_apart_above_it(paper):
     whole = [(r[:-1], set(r.DL)) for r in frame.collect()]
     assert [(r[:-1], set(r.DL) | shared_ids) for r in rows.collect()] == whole
     assert all(not shared_ids <= set(r.DL) for r in rows.collect())  # the rows do not spell the sets out
+
+
+def test_a_padded_row_of_an_outer_join_gets_none_of_the_other_sides_shared_set(paper):
+    """The right side's rows share the lineage of an IN subquery; a store without such a sale
+    is padded and its DL is its own id alone, as the semantics say (the set held apart once
+    made every padded row carry it)."""
+    from tests.test_constructs import CONSTRUCTS
+
+    rows = paper.sql(CONSTRUCTS["left_join_shared_set"]).collect()
+    store_ids = {r._dl_id for r in paper.run("SELECT _dl_id FROM store").collect()}
+    padded = [r for r in rows if r.n is None]
+    matched = [r for r in rows if r.n is not None]
+    assert padded and matched, "the data should have stores with and without such sales"
+    assert all(len(r.DL) == 1 and r.DL[0] in store_ids for r in padded)
+    stationery = {r._dl_id for r in paper.run("SELECT _dl_id FROM item WHERE category = 'stationery'").collect()}
+    assert all(stationery <= set(r.DL) for r in matched)

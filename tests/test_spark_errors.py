@@ -77,6 +77,6 @@ def test_lineage_larger_than_the_driver_takes_is_one_line_and_the_jvm_lives(tpch
                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 1, done.stderr[-2000:]
-    assert lines[-1].startswith("dltrace: error: the rows' lineage is more than Spark brings to the driver at once")
+    assert lines[-1].startswith("dltrace: error: the rows asked for are more than Spark brings to the driver at once")
     assert "--save" in lines[-1] and "SPARK_DRIVER_MAX_RESULT_SIZE" in lines[-1]
     assert "Traceback" not in done.stderr and "JVM" not in lines[-1]

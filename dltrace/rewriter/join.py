@@ -63,9 +63,26 @@ def join(select: exp.Expression, context: RewriteContext) -> exp.Expression:
             raise unsupported(join_node, f"{' '.join(filter(None, (side, kind)))} JOIN")
         joined = lineage_of(join_node.this)
         if side in ("RIGHT", "FULL"):
-            terms = [replace(t, nullable=True) for t in terms]
+            terms = padded(terms, join_node)
         if side in ("LEFT", "FULL"):
-            joined = [replace(t, nullable=True) for t in joined]
+            joined = padded(joined, join_node)
         terms.extend(joined)
     context.lineage.of(select).rows = tuple(terms)
     return select
+
+
+def padded(terms: list[Term], join_node: exp.Join) -> list[Term]:
+    """The terms of a side an outer join may pad with NULLs: nullable, since a padded row
+    contributes no lineage.  A set the side's rows share (an uncorrelated subquery's, held
+    apart and evaluated once) is not NULL on a padded row by itself: it holds only where
+    one of the side's own ids does."""
+    guard = next((t for t in terms if not isinstance(t.sql, exp.Subquery) and not t.nullable), None)
+    result = []
+    for term in terms:
+        if isinstance(term.sql, exp.Subquery):
+            if guard is None:
+                raise unsupported(join_node, "an outer join whose padded side has no lineage of its own rows")
+            present = exp.Not(this=exp.Is(this=guard.sql.copy(), expression=exp.Null()))
+            term = replace(term, sql=exp.If(this=present, true=term.sql, false=exp.Null()), shared=False)
+        result.append(replace(term, nullable=True))
+    return result

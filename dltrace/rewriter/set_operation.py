@@ -1,8 +1,8 @@
 """Rule: ``UNION ALL`` leaves each row's DL unchanged (paper §3.4).
 
 Both inputs must expose the same lineage columns, so each is collapsed to one set column.
-A set every input's rows share (the same uncorrelated subquery's lineage in each, as TPC-H
-and TPC-DS queries write one filter per sales channel) stays out of that column: it is
+A set every input's rows share (the same uncorrelated subquery's lineage in each, as TPC-DS
+queries write one filter per sales channel) stays out of that column: it is
 shared by every row of the union too, so it is evaluated once and held apart above it,
 instead of being spelled out in every row.
 

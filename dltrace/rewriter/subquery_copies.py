@@ -201,7 +201,9 @@ def copy_lineage(query: exp.Expression, context: RewriteContext) -> exp.Expressi
     else:
         if correlated:
             raise unsupported(query, "a correlated subquery with GROUP BY, LIMIT or a set operation")
-        terms = tuple(SET.aggregate(t.at(exp.column(t.sql.name, table=COPY_ALIAS))) for t in lineage.output)
+        # a UNION ALL passes up the sets all its inputs share as subqueries (set_operation.py)
+        terms = tuple(only_if_rows_read(t) if isinstance(t.sql, exp.Subquery)
+                      else SET.aggregate(t.at(exp.column(t.sql.name, table=COPY_ALIAS))) for t in lineage.output)
         scalar = exp.select(exp.alias_(SET.as_set(terms), "__dl")).from_(
             exp.Subquery(this=query, alias=exp.TableAlias(this=exp.to_identifier(COPY_ALIAS)))
         )
