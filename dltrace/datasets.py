@@ -174,17 +174,21 @@ def _is_complete(directory: Path) -> bool:
 
 
 def tpchgen_executable() -> Path:
-    """Find tpchgen-cli in this interpreter's bin directory first, then on PATH."""
-    beside_python = Path(sys.executable).parent / "tpchgen-cli"
+    """tpchgen-cli, the TPC-H generator (``generator_executable``)."""
+    return generator_executable("tpchgen-cli")
+
+
+def generator_executable(name: str) -> Path:
+    """A data generator installed from PyPI (tpchgen-cli, tpcgen-cli): in this interpreter's
+    bin directory first, then on PATH."""
+    beside_python = Path(sys.executable).parent / name
     if beside_python.is_file():
         return beside_python
-    on_path = shutil.which("tpchgen-cli")
+    on_path = shutil.which(name)
     if on_path:
         return Path(on_path)
-    raise FileNotFoundError(
-        f"tpchgen-cli not found next to {sys.executable} or on PATH; "
-        "install it with: pip install tpchgen-cli"
-    )
+    raise FileNotFoundError(f"{name} not found next to {sys.executable} or on PATH; "
+                            f"install it with: pip install {name}")
 
 
 def _run_tpchgen(executable: Path, sf: float, output_dir: Path) -> None:

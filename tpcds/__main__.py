@@ -20,13 +20,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 from dltrace import LineageSession
-from dltrace.datasets import cached_directory, parquet_readable, scale_label
+from dltrace.datasets import cached_directory, generator_executable, parquet_readable, scale_label
 from dltrace.errors import DltraceError, jvm_alive
 from dltrace.formatting import lineage_ids
 from dltrace.plain import names_read
@@ -57,12 +56,10 @@ def load(name: str) -> str:
 
 def generate(sf: float, root: Path = Path("data")) -> Path:
     """TPC-DS at ``sf`` as one Parquet file per table under ``root`` (cached)."""
-    executable = Path(sys.executable).parent / "tpcgen-cli"
-    if not executable.is_file():
-        found = shutil.which("tpcgen-cli")
-        if found is None:
-            raise DltraceError("tpcgen-cli not found: pip install tpcgen-cli (or pip install -e '.[dev]')")
-        executable = Path(found)
+    try:
+        executable = generator_executable("tpcgen-cli")
+    except FileNotFoundError as missing:
+        raise DltraceError(str(missing)) from None
 
     def build(staging: Path) -> None:
         log(f"generating TPC-DS SF {scale_label(sf)} with {executable} ...")
