@@ -49,7 +49,7 @@ class DuckOracle:
         self.db.execute("DELETE FROM dl_keep")
         if len(ids):
             self.db.executemany("INSERT INTO dl_keep VALUES (?)", [[int(i)] for i in ids])
-        expression = sqlglot.parse_one(spark_sql, read="spark")
+        expression = without_top_k(sqlglot.parse_one(spark_sql, read="spark"))
         if instances:
             expression = self._per_instance(expression)
         return [tuple(row) for row in self.db.execute(expression.sql(dialect="duckdb")).fetchall()]
@@ -74,6 +74,14 @@ class DuckOracle:
                 self.instance_views.add(view)
             table.set("this", exp.to_identifier(view))
         return expression
+
+
+def without_top_k(expression: exp.Expression) -> exp.Expression:
+    """The query before its outermost LIMIT and OFFSET: over a subset of the base rows they
+    pick other rows than over all of them, and DL(t) derives t in the whole ordered result."""
+    expression.set("limit", None)
+    expression.set("offset", None)
+    return expression
 
 
 def untagged(ids) -> frozenset[int]:
