@@ -31,10 +31,12 @@ test-heavy: $(STAMP)
 test-fast: $(STAMP)
 	DLTRACE_NO_JVM=1 DLTRACE_FUZZ_SCALE=0.2 $(BIN)/python -m pytest -q -m "not spark and not slow"
 
-# the fuzzed front door with 20 times the cases `make test` runs, and 5,000 generated valid
-# queries (tests/test_generated_queries.py); the counts by outcome are printed at the end
+# the fuzzed front door with 20 times the cases `make test` runs, then 5,000 generated valid
+# queries in two worker processes (tests/fuzz_queries.py: progress on stderr, counts by
+# outcome and every failure at the end)
 fuzz: $(STAMP)
-	DLTRACE_FUZZ_SCALE=20 DLTRACE_GENERATED_QUERIES=5000 $(BIN)/python -m pytest -q tests/test_fuzz.py tests/test_generated_queries.py
+	DLTRACE_FUZZ_SCALE=20 $(BIN)/python -m pytest -q tests/test_fuzz.py
+	$(BIN)/python -m tests.fuzz_queries --queries 5000 --jobs 2
 
 bench: $(STAMP)
 	$(BIN)/python -m tpch bench --sf 1 --out bench-results/tpch

@@ -30,8 +30,10 @@ from sqlglot import exp
 from sqlglot.errors import TokenError
 from sqlglot.tokens import TokenType
 
+from dltrace import openlineage
 from dltrace.errors import BadInput, DltraceError, SqlSyntaxError
 from dltrace.granularity import split_lineage_on
+from dltrace.views import check_result_name
 
 SUPPORTED = ("a script runs CREATE [OR REPLACE] TABLE name AS query (a saved step), "
              "CREATE [OR REPLACE] [TEMP] VIEW name AS query, and queries")
@@ -116,12 +118,13 @@ def run_script(session, text: str, semantics: str = "control", representation: s
         with naming(statement):
             check_statement(statement)
     outcomes = []
-    for statement in statements:
-        with naming(statement):
-            outcome = run_statement(session, statement, semantics, representation)
-        outcomes.append(outcome)
-        if on_outcome is not None:
-            on_outcome(outcome)
+    with openlineage.script_run(None, text):  # the parent run of its steps' (a named one if the CLI began it)
+        for statement in statements:
+            with naming(statement):
+                outcome = run_statement(session, statement, semantics, representation)
+            outcomes.append(outcome)
+            if on_outcome is not None:
+                on_outcome(outcome)
     return outcomes
 
 
@@ -132,14 +135,6 @@ def naming(statement: Statement) -> Iterator[None]:
         yield
     except DltraceError as error:
         raise type(error)(f"statement {statement.number} (line {statement.line}, {statement.head}): {error}") from None
-
-
-def check_result_name(name: str, what: str = "result") -> None:
-    """Refuse a result or view name the catalog cannot hold, before any Spark work."""
-    from dltrace.catalog import NAME_PATTERN
-
-    if not NAME_PATTERN.match(name):
-        raise BadInput(f"'{name}' is not a valid {what} name: use letters, digits and _")
 
 
 @dataclass(frozen=True)

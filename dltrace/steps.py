@@ -12,11 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
-from dltrace import granularity, rewriter
+from dltrace import granularity, openlineage, rewriter
 from dltrace.engine import reference_codes
 from dltrace.errors import BadInput
 from dltrace.plain import names_read
 from dltrace.results import DL, ROW, SHARED_ID, SHARED_REFS, SHARED_SET, ResultStore, SavedResult
+from dltrace.views import check_result_name
 
 
 class MadeBy(NamedTuple):
@@ -121,6 +122,7 @@ def save(ls, frame, name: str, query: str | None, semantics: str | None, represe
     made_by = ls.made_by(frame)
     if query is None and made_by is None:
         raise BadInput("save: this DataFrame was not returned by sql() with row lineage: pass query=")
+    check_result_name(name)
     check_savable(made_by.lineage_on if made_by else None)
     if query is not None:
         check_savable(granularity.split_lineage_on(query, None)[1])
@@ -129,14 +131,16 @@ def save(ls, frame, name: str, query: str | None, semantics: str | None, represe
     representation = representation or (made_by.representation if made_by else "set")
     ls.check_name_free(name, "a saved result")
     check_target(ls.store, name, query)
-    lineage = plain_lineage(made_by)
-    if is_step(made_by) and (read := ls.results_read(query)):
-        if not made_by.references:  # planned again as the step stores it: the rows read named
-            frame = ls.row_lineage(query, semantics, representation, references=True)
-        lineage = step_lineage(name, made_by, read, ls.store, ls.spark_views.path,
-                               lambda: ls.lineage_expression(query, semantics, representation).meta)
-    rows, sets = ls.shared_lineage(frame)  # shared sets are stored once, not in every row
-    with ls.executing(frame):
-        return ls.store.save(rows, name, query, semantics, representation, index,
-                             disjoint_rows=lineage.disjoint_rows(bool(sets)), shared_sets=sets,
-                             references=lineage.references, named=lineage.named)
+    with openlineage.save_run(ls, name, query) as saved:  # START, then COMPLETE with it or FAIL
+        lineage = plain_lineage(made_by)
+        if is_step(made_by) and (read := ls.results_read(query)):
+            if not made_by.references:  # planned again as the step stores it: the rows read named
+                frame = ls.row_lineage(query, semantics, representation, references=True)
+            lineage = step_lineage(name, made_by, read, ls.store, ls.spark_views.path,
+                                   lambda: ls.lineage_expression(query, semantics, representation).meta)
+        rows, sets = ls.shared_lineage(frame)  # shared sets are stored once, not in every row
+        with ls.executing(frame):
+            saved.append(ls.store.save(rows, name, query, semantics, representation, index,
+                                       disjoint_rows=lineage.disjoint_rows(bool(sets)), shared_sets=sets,
+                                       references=lineage.references, named=lineage.named))
+    return saved[0]

@@ -130,6 +130,12 @@ def expand(query: str, definitions: dict[str, str]) -> str:
     return query if expanded is expression else expanded.sql(dialect="spark")
 
 
+def check_result_name(name: str, what: str = "result") -> None:
+    """Refuse a result or view name the catalog cannot hold, before any Spark work."""
+    if not NAME_PATTERN.match(name):
+        raise BadInput(f"'{name}' is not a valid {what} name: use letters, digits and _")
+
+
 def check_name_free(name: str, wanted: str, tables, result_exists: Callable[[str], bool], views) -> None:
     """Tables, saved results and views share one namespace: ``name`` must not be one of
     another kind than ``wanted`` ("a table", "a saved result", "a view")."""

@@ -27,6 +27,7 @@ import pytest
 
 from dltrace import LineageSession
 from dltrace.spark import get_spark
+from tests.differential import generated_summary
 
 ROOT = Path(__file__).resolve().parent.parent
 PAPER = Path(__file__).resolve().parent / "data" / "paper"
@@ -205,16 +206,6 @@ GENERATED = pytest.StashKey[Counter]()
 def generated_outcomes(request) -> Counter:
     """Generated queries (tests/test_generated_queries.py) by outcome; printed at the end of the run."""
     return request.config.stash.setdefault(GENERATED, Counter())
-
-
-def generated_summary(outcomes: Counter) -> str:
-    """``generated queries: N (traced and checked a, refused b (construct: n, ...), ..., failures f)``."""
-    refused = {k.removeprefix("refused: "): n for k, n in outcomes.items() if k.startswith("refused: ")}
-    constructs = " (" + ", ".join(f"{k}: {n}" for k, n in sorted(refused.items())) + ")" if refused else ""
-    parts = [f"traced and checked {outcomes['traced and checked']}", f"refused {sum(refused.values())}{constructs}",
-             f"plain query rejected by Spark {outcomes['plain query rejected by Spark']}",
-             f"failures {outcomes['failures']}"]
-    return f"generated queries: {sum(outcomes.values())} ({', '.join(parts)})"
 
 
 def pytest_terminal_summary(terminalreporter, config) -> None:

@@ -1,50 +1,34 @@
 """Differential testing of valid queries (SQLancer's and SQLsmith's idea, applied to the rewriter).
 
 Queries come from ``tests/query_generator.py`` through hypothesis (seeded, ``derandomize``;
-a failure shrinks to a minimal query).  For each one whose plain form Spark runs, on a tiny
-slice of TPC-H: the lineage query runs and gives the plain query's rows as a bag, or it is
-refused in one line (``UnsupportedLineage``); the DuckDB completeness oracle holds on sampled
-rows; on every tenth query ``set``, ``bdd`` and ``auto`` give the same lineage.
-``DLTRACE_GENERATED_QUERIES`` sets the number of queries (``make fuzz``: 5,000; else 15 times
-``DLTRACE_FUZZ_SCALE``); the counts by outcome are printed at the end of the run.
+a failure shrinks to a minimal query) and are checked by ``tests/differential.py``: for each
+one whose plain form Spark runs, on a tiny slice of TPC-H, the lineage query gives the plain
+query's rows as a bag or is refused in one line, the DuckDB completeness oracle holds on
+sampled rows, and on every tenth query ``set``, ``bdd`` and ``auto`` give the same lineage.
+``DLTRACE_GENERATED_QUERIES`` sets the number of queries (15 times ``DLTRACE_FUZZ_SCALE``
+unless set); the counts by outcome are printed at the end of the run.  ``make fuzz`` runs
+thousands more through ``python -m tests.fuzz_queries``.
 """
 
 from __future__ import annotations
 
-import decimal
 import os
-from collections import Counter
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 from dltrace import LineageSession
-from dltrace.errors import DltraceError, UnsupportedLineage
-from dltrace.formatting import lineage_ids
 from dltrace.spark import session_conf
-from tests.oracle import DuckOracle, check_completeness
+from tests.differential import check, tiny_tpch
+from tests.oracle import DuckOracle
 from tests.query_generator import Generator, HypothesisChooser
-from tpch.duck import connect
 
 pytestmark = pytest.mark.spark
 
 SCALE = float(os.environ.get("DLTRACE_FUZZ_SCALE", "1"))
-# make test: 15 queries (a few minutes on 2 cores); make fuzz: DLTRACE_GENERATED_QUERIES=5000
+# make test: 15 queries (a few minutes on 2 cores)
 QUERIES = int(os.environ.get("DLTRACE_GENERATED_QUERIES", max(1, int(15 * SCALE))))
-# the slice of TPC-H SF 0.01 the queries run on: a few rows per table, keys that still join
-SLICE = {
-    "region": "SELECT * FROM region",
-    "nation": "SELECT * FROM nation",
-    "supplier": "SELECT * FROM supplier WHERE s_suppkey <= 6",
-    "customer": "SELECT * FROM customer WHERE c_custkey <= 12",
-    "part": "SELECT * FROM part WHERE p_partkey <= 10",
-    "partsupp": "SELECT * FROM partsupp WHERE ps_partkey <= 10",
-    "orders": "SELECT * FROM orders WHERE o_custkey <= 12",
-    "lineitem": "SELECT * FROM lineitem WHERE l_orderkey IN (SELECT o_orderkey FROM orders WHERE o_custkey <= 12) "
-                "AND l_linenumber <= 3",
-}
 # the window over a UNION ALL derived table that Spark's optimizer rejected (RemoveRedundantAliases)
 WINDOW_OVER_UNION_ALL = (
     "select c_custkey, c_name, row_number() over (partition by c_custkey order by c_custkey) as rn "
@@ -70,72 +54,12 @@ FOUND = [
 
 @pytest.fixture(scope="module")
 def tiny(spark, tmp_path_factory) -> LineageSession:
-    """TPC-H cut to a few rows per table (DuckDB over the generated SF 0.01 Parquet, cached in
-    ./data as the ``tpch`` fixture's), in its own catalog."""
-    from dltrace.datasets import REGISTRATION, generate, table_paths
-
-    directory: Path = tmp_path_factory.mktemp("tiny-tpch")
-    paths = table_paths(generate(0.01, Path(__file__).resolve().parent.parent / "data"))
-    db = connect()
-    for table in SLICE:
-        db.execute(f"CREATE VIEW {table} AS SELECT * FROM read_parquet('{paths[table]}')")
-    session = LineageSession(directory / "catalog", spark=spark)
-    for table, query in SLICE.items():
-        path = directory / f"{table}.parquet"
-        db.execute(f"COPY ({query}) TO '{path}' (FORMAT parquet)")
-        plan = REGISTRATION[table]
-        session.register(table, path, key=list(plan.key), order_by=list(plan.order_by))
-    return session
+    return tiny_tpch(tmp_path_factory.mktemp("tiny-tpch"), spark)
 
 
 @pytest.fixture(scope="module")
 def oracle(tiny: LineageSession) -> DuckOracle:
     return DuckOracle(tiny)
-
-
-def normal(value: object) -> object:
-    """A value as both runs must show it: a float's last bits depend on the order of a sum,
-    and a set operation of a decimal and a double column is a double in Spark's plain plan
-    where the lineage plan (EXCEPT as NOT EXISTS) keeps the left side's decimal."""
-    if isinstance(value, (float, decimal.Decimal)):
-        return float(f"{float(value):.9g}")
-    return value
-
-
-def bag(rows) -> Counter:
-    return Counter(tuple(normal(v) for k, v in row.asDict().items() if k != "DL") for row in rows)
-
-
-def ids_bag(rows) -> Counter:
-    """(values, DL ids) pairs, whatever the representation of DL."""
-    return Counter((tuple(normal(v) for k, v in r.asDict().items() if k != "DL"), tuple(lineage_ids(r.DL)))
-                   for r in rows)
-
-
-def check(session: LineageSession, oracle: DuckOracle, query: str, representations: bool = False) -> str:
-    """The outcome of ``query``: ``traced and checked``, ``refused: <construct>`` or ``plain
-    query rejected by Spark``; an assertion error when the lineage is wrong or fails."""
-    try:
-        plain = session.sql(query, lineage=False).collect()
-    except (DltraceError, Exception) as error:  # noqa: BLE001 - Spark's own verdict on the query, any class
-        if type(error).__name__ in ("AssertionError", "KeyboardInterrupt"):
-            raise
-        return "plain query rejected by Spark"
-    try:
-        frame = session.sql(query)
-    except UnsupportedLineage as error:
-        assert "\n" not in str(error)
-        return "refused: " + str(error).split(" is not supported")[0].split(":")[0][:60]
-    rows = frame.collect()
-    assert bag(rows) == bag(plain), f"lineage rows differ from the plain query's: {query}"
-    if rows:
-        check_completeness(oracle, query, rows, tree=False, most=3)
-    if representations and "LIMIT" not in query:  # under ties, LIMIT may keep rows of other lineage
-        expected = ids_bag(rows)
-        for representation in ("bdd", "auto"):
-            other = session.sql(query, repr=representation).collect()
-            assert ids_bag(other) == expected, f"{representation} differs from set: {query}"
-    return "traced and checked"
 
 
 def test_window_over_union_all_derived_table(tiny, oracle) -> None:
@@ -168,3 +92,18 @@ def test_generated_queries(tiny, oracle, generated_outcomes, data) -> None:
             raise
     outcomes[outcome] += 1
 
+
+
+@pytest.mark.heavy
+def test_fuzz_command_counts_its_queries() -> None:
+    """``make fuzz``'s runner, as it runs there (its own process and Spark), at three queries."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, "-m", "tests.fuzz_queries", "--queries", "3", "--jobs", "1"],
+                          cwd=root, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr[-2000:]
+    assert done.stdout.startswith("generated queries: 3 (traced and checked"), done.stdout
+    assert "3/3 queries" in done.stderr

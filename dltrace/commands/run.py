@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
+from dltrace import openlineage
 from dltrace.commands.common import FORMATS, Parents, open_session, query_text
 from dltrace.commands.output import print_rows
 from dltrace.formatting import output_limit
@@ -30,11 +32,14 @@ def run(args: argparse.Namespace) -> int:
     session = open_session(args)
     path = args.file
     if path.endswith(".py"):
-        return run_job_file(session, args)
+        with openlineage.script_run(os.path.basename(path)):  # its saves are the steps of this run
+            return run_job_file(session, args)
     text = sys.stdin.read() if path == "-" else query_text("@" + path)
     output_limit(args)  # a bad --limit fails before anything runs
     total = len(split_statements(text))
-    session.run_script(text, args.semantics, args.repr, on_outcome=lambda o: report_outcome(session, o, args, total))
+    with openlineage.script_run(None if path == "-" else os.path.basename(path), text):
+        session.run_script(text, args.semantics, args.repr,
+                           on_outcome=lambda o: report_outcome(session, o, args, total))
     return 0
 
 

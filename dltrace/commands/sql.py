@@ -11,9 +11,10 @@ from dltrace.commands.run import report_outcome
 from dltrace.errors import BadInput
 from dltrace.formatting import output_limit
 from dltrace.granularity import GranuleDecoder, split_lineage_on
-from dltrace.pipeline import Statement, check_result_name, run_statement
+from dltrace.pipeline import Statement, run_statement
 from dltrace.publish import check_view_name
 from dltrace.steps import check_savable
+from dltrace.views import check_result_name
 
 
 def add_parser(commands, parents: Parents) -> None:

@@ -1,0 +1,86 @@
+"""``make fuzz``'s generated queries: thousands, checked in parallel processes, every failure listed.
+
+    python -m tests.fuzz_queries --queries 5000 --jobs 2
+
+Query ``i`` is ``Generator(RandomChooser(first_seed + i))`` (``python -m tests.query_generator
+--seed N`` prints it again) and is checked as ``tests/test_generated_queries.py`` checks its
+queries (``tests/differential.py``), ``set``/``bdd``/``auto`` on every tenth seed.  Each worker
+is a process with a Spark of its own (one core: the queries are tiny, most of their time is
+planning) and its own copy of the tiny TPC-H catalog.  A failure does not stop the run:
+progress goes to stderr every 100 queries, the end prints the counts by outcome and each
+failure's seed, error and query, and the exit status is 1 when any query failed.  Shrink a
+failure by pasting its query into ``FOUND`` in tests/test_generated_queries.py and cutting it
+down (or by the hypothesis test, which shrinks what it finds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import sys
+import tempfile
+import time
+import warnings
+from collections import Counter
+from pathlib import Path
+
+from tests.differential import check, generated_summary, tiny_tpch
+from tests.query_generator import Generator, RandomChooser
+
+# one worker's session and oracle, made by ``start_worker`` in each process
+WORKER: dict[str, object] = {}
+
+
+def start_worker() -> None:
+    from dltrace.spark import get_spark
+    from tests.oracle import DuckOracle
+
+    warnings.simplefilter("ignore")
+    spark = get_spark("local[1]", {"spark.sql.shuffle.partitions": "1", "spark.driver.memory": "2g",
+                                   "spark.ui.enabled": "false"})
+    session = tiny_tpch(Path(tempfile.mkdtemp(prefix="dltrace-fuzz-")), spark)
+    WORKER.update(session=session, oracle=DuckOracle(session))
+
+
+def run_seed(seed: int) -> tuple[int, str, str, str]:
+    """(seed, outcome, query, the first line of the error when it failed)."""
+    query = Generator(RandomChooser(seed)).statement()
+    try:
+        outcome = check(WORKER["session"], WORKER["oracle"], query, representations=seed % 10 == 0)
+    except Exception as error:  # noqa: BLE001 - any error is a failure to list, not the end of the run
+        first = (str(error).strip().splitlines() or [""])[0]
+        return seed, "failures", query, f"{type(error).__name__}: {first[:300]}"
+    return seed, outcome, query, ""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.fuzz_queries", description=__doc__.splitlines()[0])
+    parser.add_argument("--queries", type=int, default=5000, help="how many queries (default 5000)")
+    parser.add_argument("--jobs", type=int, default=2, help="worker processes, one Spark each (default 2)")
+    parser.add_argument("--first-seed", type=int, default=0, help="the first query's seed (default 0)")
+    args = parser.parse_args(argv)
+    seeds = range(args.first_seed, args.first_seed + args.queries)
+    outcomes: Counter = Counter()
+    failures: list[tuple[int, str, str]] = []
+    started = 0.0
+    context = multiprocessing.get_context("spawn")  # a JVM's gateway does not survive fork
+    with context.Pool(args.jobs, initializer=start_worker) as pool:
+        for done, (seed, outcome, query, error) in enumerate(pool.imap_unordered(run_seed, seeds, chunksize=4), 1):
+            started = started or time.monotonic()  # the rate from the first answer: workers start in ~a minute
+            outcomes[outcome] += 1
+            if error:
+                failures.append((seed, error, query))
+                print(f"seed {seed} failed: {error}", file=sys.stderr, flush=True)
+            if done % 100 == 0 or done == len(seeds):
+                rate = (done - 1) / max(time.monotonic() - started, 1e-9)
+                left = (len(seeds) - done) / max(rate, 1e-9) / 60
+                print(f"{done}/{len(seeds)} queries, {rate:.2f}/s, about {left:.0f} min left: "
+                      f"{generated_summary(outcomes)}", file=sys.stderr, flush=True)
+    print(generated_summary(outcomes))
+    for seed, error, query in sorted(failures):
+        print(f"\nseed {seed}: {error}\n{query}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
