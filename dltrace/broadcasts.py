@@ -31,6 +31,7 @@ from sqlglot import exp
 
 from dltrace.formatting import DL
 from dltrace.rewriter.clauses import conjuncts
+from dltrace.rewriter.dialect import SPARK
 from dltrace.rewriter.saved_result import LINEAGE_COLUMN
 from dltrace.rewriter.terms import is_lineage_column
 from dltrace.table_data import ID_COLUMN
@@ -282,7 +283,7 @@ def keep_broadcasts(frame, expression: exp.Expression, catalog, run: Callable[[s
         hinted = with_broadcast_hints(expression, scans, catalog.schemas()) if scans else None
         if hinted is None:
             return frame
-        hinted_frame = run(hinted.sql(dialect="spark"))
+        hinted_frame = run(hinted.sql(dialect=SPARK))
         hinted_plan = hinted_frame._jdf.queryExecution().optimizedPlan()
         if hints_fit(hinted_plan, limit) and join_shape(hinted_plan) == join_shape(plan):
             return hinted_frame

@@ -33,6 +33,7 @@ from sqlglot.tokens import TokenType
 from dltrace import openlineage
 from dltrace.errors import BadInput, DltraceError, SqlSyntaxError
 from dltrace.granularity import split_lineage_on
+from dltrace.rewriter.dialect import SPARK
 from dltrace.views import check_result_name
 
 SUPPORTED = ("a script runs CREATE [OR REPLACE] TABLE name AS query (a saved step), "
@@ -175,7 +176,7 @@ def check_statement(statement: Statement) -> Checked:
         raise BadInput(f"CREATE {kind} options ({options[0].sql(dialect='spark')}) are not supported: "
                        "a step is saved as a result in the catalog")
     check_result_name(target.name, "result" if kind == "TABLE" else "view")
-    return Checked(text, None, kind, target.name, query.sql(dialect="spark"), temporary,
+    return Checked(text, None, kind, target.name, query.sql(dialect=SPARK), temporary,
                    bool(parsed.args.get("replace")), bool(parsed.args.get("exists")))
 
 

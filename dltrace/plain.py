@@ -26,6 +26,7 @@ from sqlglot.optimizer.scope import traverse_scope
 
 from dltrace.errors import DltraceError
 from dltrace.rewriter import DL, parse
+from dltrace.rewriter.dialect import SPARK
 from dltrace.rewriter.qualify import inner_joins, qualify_against_catalog
 
 GENERATED_NAME = re.compile(r"_col_\d+")  # sqlglot's alias for an unnamed output column
@@ -42,7 +43,7 @@ def plain_sql(query: str, schemas: dict[str, dict[str, str]]) -> str:
             continue
         columns = exp.select(*[exp.column(c, quoted=not re.fullmatch(r"[A-Za-z_]\w*", c)) for c in schemas[name]])
         table.replace(columns.from_(exp.to_table(table.name)).subquery(table.alias_or_name))
-    return inner_joins(expression).sql(dialect="spark")  # sqlglot would print a comma as CROSS JOIN
+    return inner_joins(expression).sql(dialect=SPARK)  # sqlglot would print a comma as CROSS JOIN
 
 
 def with_spark_names(session, query: str, frame):

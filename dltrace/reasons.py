@@ -35,6 +35,7 @@ from dltrace.catalog import ID_COLUMN, NAME_PATTERN
 from dltrace.errors import BadInput, DltraceError
 from dltrace.ids import ROW_BITS
 from dltrace.json_store import JsonStore
+from dltrace.rewriter.dialect import SPARK
 from dltrace.storage import Location
 
 DIRECTORY = "udfs"
@@ -138,7 +139,7 @@ def udf_calls(expression: exp.Expression, udfs: dict[str, ReasonUdf]) -> list[ex
     calls: dict[tuple[int, str], exp.Anonymous] = {}
     for call in expression.find_all(exp.Anonymous):
         if call.name.lower() in udfs:
-            calls.setdefault((id(call.find_ancestor(exp.Select)), call.sql(dialect="spark").lower()), call)
+            calls.setdefault((id(call.find_ancestor(exp.Select)), call.sql(dialect=SPARK).lower()), call)
     return list(calls.values())
 
 
@@ -224,7 +225,7 @@ def _reasons_of_call(session, query: exp.Expression, call: exp.Anonymous, udf: R
     for table in invocation.find_all(exp.Table):
         if table.name.lower() in tables:
             table.set("this", exp.to_identifier(RESTRICTED + table.name.lower()))
-    frame = session.run(invocation.sql(dialect="spark")).toPandas()
+    frame = session.run(invocation.sql(dialect=SPARK)).toPandas()
     frame = frame.sort_values([c for c in frame.columns if not c.startswith("__in")]).reset_index(drop=True)
     columns = [frame[f"__in{i}"] for i in range(len(inputs))]
     try:
@@ -234,7 +235,7 @@ def _reasons_of_call(session, query: exp.Expression, call: exp.Anonymous, udf: R
     except Exception as error:  # noqa: BLE001 - a user's model failing is one line
         raise DltraceError(f"the reasoning mode of UDF {udf.name} failed: {type(error).__name__}: {error}") from None
     _check_shape(udf, reasoned, len(frame))
-    names = [arg.sql(dialect="spark") for arg in inputs]
+    names = [arg.sql(dialect=SPARK) for arg in inputs]
     ids = frame[[c for c in frame.columns if not c.startswith("__in")]]
     rows = ids.assign(
         **{name: frame[f"__in{i}"] for i, name in enumerate(names)},

@@ -20,6 +20,7 @@ from dltrace.reasons import SessionUdfs
 from dltrace.registration import register
 from dltrace.results import ROW, ResultStore, SavedResult
 from dltrace.rewriter.base_table import tagged_row_ids
+from dltrace.rewriter.dialect import SPARK
 from dltrace.rewriter.saved_result import LINEAGE_COLUMN
 from dltrace.scripts import spark_sql_script
 from dltrace.spark import SORTED_AGGREGATES, get_spark, session_conf
@@ -187,7 +188,7 @@ class LineageSession:
                                             representation)
         id_source = tagged_row_ids if tag_instances else None
         expression = self.lineage_expression(query, semantics, representation, id_source)
-        return with_spark_aliases(self, self.expand(query), expression).sql(dialect="spark")
+        return with_spark_aliases(self, self.expand(query), expression).sql(dialect=SPARK)
 
     def traceable_on_values(self, query: str) -> str:
         """``query`` for ``LINEAGE ON``: granules are values of base rows, so the saved results
@@ -266,7 +267,7 @@ class LineageSession:
         """``query`` (views inlined) with row lineage, remembered for ``save`` and
         ``shared_lineage`` (``references``: as a saved step stores it)."""
         expression = self.lineage_expression(query, semantics, representation, id_source, references=references)
-        frame = keep_broadcasts(self._run_lineage(expression.sql(dialect="spark"), query), expression, self.catalog,
+        frame = keep_broadcasts(self._run_lineage(expression.sql(dialect=SPARK), query), expression, self.catalog,
                                 self.run)
         frame = with_spark_names(self, query, frame)
         meta = expression.meta
@@ -302,8 +303,8 @@ class LineageSession:
         made_by = self._queries.get(frame)
         if made_by is None or made_by.shared is None:
             return frame, []
-        rows = with_spark_names(self, made_by.query, self.run(made_by.shared.rows.sql(dialect="spark")))
-        return rows, [self.run(query.sql(dialect="spark")) for query in made_by.shared.sets]
+        rows = with_spark_names(self, made_by.query, self.run(made_by.shared.rows.sql(dialect=SPARK)))
+        return rows, [self.run(query.sql(dialect=SPARK)) for query in made_by.shared.sets]
 
     def run(self, spark_sql: str, reads: set[str] | None = None):
         """Run Spark SQL over the catalog's tables, errors as one line; ``reads``: the tables

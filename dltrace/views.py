@@ -28,6 +28,7 @@ from dltrace.catalog import NAME_PATTERN, Catalog
 from dltrace.errors import BadInput
 from dltrace.json_store import JsonStore
 from dltrace.rewriter import parse
+from dltrace.rewriter.dialect import SPARK
 
 DIRECTORY = "views"
 
@@ -127,7 +128,7 @@ def expand(query: str, definitions: dict[str, str]) -> str:
     text unchanged when it reads none."""
     expression = parse(query)
     expanded = inline(expression, definitions.get)
-    return query if expanded is expression else expanded.sql(dialect="spark")
+    return query if expanded is expression else expanded.sql(dialect=SPARK)
 
 
 def check_result_name(name: str, what: str = "result") -> None:

@@ -49,6 +49,15 @@ FOUND = [
     "FULL JOIN lineitem t7 ON t5.s_suppkey = t7.l_suppkey) d8) d9 ON d4.c0 = d9.c1 AND d9.c0 > 'O' FULL JOIN "
     "nation t10 ON d4.c1 = t10.n_name AND t10.n_name <= 'BUILDING' GROUP BY CUBE(t10.n_regionkey) "
     "ORDER BY 1, 2 LIMIT 1",
+    # a WITH over EXCEPT was lost when EXCEPT became NOT EXISTS (seed 183)
+    "WITH w1 AS (SELECT t2.ps_partkey AS c0, t2.ps_partkey AS c1, COALESCE(t2.ps_supplycost, 7) AS c2 FROM partsupp "
+    "t2) SELECT t3.c_mktsegment AS c0, min(t3.c_acctbal) AS c1 FROM customer t3 LEFT ANTI JOIN w1 t4 ON t3.c_custkey "
+    "= t4.c2 GROUP BY t3.c_mktsegment EXCEPT SELECT COALESCE(region.r_name, 'GERMANY') AS c0, region.r_regionkey AS "
+    "c1 FROM region WHERE NOT (region.r_name >= 'Customer#000000004')",
+    # DATE '...' written back as CAST('...' AS DATE), which Spark's optimizer fails on in a scalar
+    # subquery of a CTE read twice (seed 162, cut down); the same query once failed in a rule (no FROM)
+    "WITH w1 AS (SELECT t2.o_custkey AS c0 FROM orders t2 WHERE t2.o_orderdate <= (SELECT date '1996-12-31') "
+    "GROUP BY t2.o_custkey) SELECT count(*) AS c1 FROM w1 t8 FULL JOIN w1 t9 ON t8.c0 = t9.c0",
 ]
 
 

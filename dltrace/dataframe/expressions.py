@@ -22,6 +22,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from dltrace.errors import BadInput, UnsupportedLineage
+from dltrace.rewriter.dialect import SPARK
 
 # Column operators pyspark sends as function names, and the sqlglot node each one is
 BINARY = {
@@ -206,7 +207,7 @@ class ExpressionTranslator:
             if number == 0:
                 return "CURRENT ROW", ""
             if number is None:
-                return value.sql(dialect="spark"), "PRECEDING"
+                return value.sql(dialect=SPARK), "PRECEDING"
             return str(abs(number)), "PRECEDING" if number < 0 else "FOLLOWING"
 
         start, start_side = boundary(frame.lower)
@@ -306,7 +307,7 @@ def parse_expression(text: str) -> exp.Expression:
 def build_function(name: str, args: list[exp.Expression]) -> exp.Expression:
     """The node the Spark SQL parser makes of ``name(args)``: ``SUM`` for sum, ``Anonymous``
     for a function (or a registered UDF) sqlglot does not know."""
-    text = exp.Anonymous(this=name, expressions=args).sql(dialect="spark")
+    text = exp.Anonymous(this=name, expressions=args).sql(dialect=SPARK)
     try:
         node = parse_expression(text)
     except BadInput:

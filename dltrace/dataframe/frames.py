@@ -15,6 +15,7 @@ import hashlib
 
 from dltrace.dataframe.plan import Catalog, translate
 from dltrace.errors import BadInput
+from dltrace.rewriter.dialect import SPARK
 
 CONNECT_NEEDED = (
     "DataFrames are traced from their Spark Connect plan: build them in ls.frames (dltrace starts Spark in Connect "
@@ -139,7 +140,7 @@ class DataFrameFront:
         spark = self.spark
         self.define_views()  # another process may have saved or dropped since
         relation = frame._plan.to_proto(spark.client).root
-        return translate(relation, self.catalog()).sql(dialect="spark")
+        return translate(relation, self.catalog()).sql(dialect=SPARK)
 
 
 def is_connect_session(spark) -> bool:

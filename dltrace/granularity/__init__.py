@@ -23,6 +23,7 @@ from dltrace.engine import Engine
 from dltrace.granularity.clause import LineageOn, LineageOnArgument, lineage_on_sql, parse_lineage_on, split_lineage_on
 from dltrace.granularity.dictionary import DL_VALUES, GranuleDecoder
 from dltrace.granularity.granules import Granularity, Provider, resolve
+from dltrace.rewriter.dialect import SPARK
 
 __all__ = [
     "DL_VALUES",
@@ -47,4 +48,4 @@ def granular_sql(
     granularity = resolve(lineage_on, rewriter.parse(query), session.catalog.schemas())
     expression = session.lineage_expression(query, semantics, representation, granularity.id_source,
                                             ids_ordered_by_table=False)
-    return expression.sql(dialect="spark")
+    return expression.sql(dialect=SPARK)

@@ -36,6 +36,7 @@ from sqlglot import exp
 from dltrace.catalog import ID_COLUMN
 from dltrace.errors import BadInput, UnknownColumn
 from dltrace.granularity.clause import LineageOn
+from dltrace.rewriter.dialect import SPARK
 from dltrace.rewriter.representation import call
 
 
@@ -92,7 +93,7 @@ def resolve(lineage_on: LineageOn, query: exp.Expression, schemas: dict[str, dic
     names = []
     for item in lineage_on:
         expression = item.this if isinstance(item, exp.Alias) else item
-        text = expression.sql(dialect="spark")
+        text = expression.sql(dialect=SPARK)
         unqualified = expression.copy()
         owners = set()
         for column in list(unqualified.find_all(exp.Column)):

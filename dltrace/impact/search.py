@@ -30,6 +30,7 @@ from dltrace.ids import ROW_BITS
 from dltrace.impact.key_index import rows_to_search
 from dltrace.impact.source import Source, parse_source
 from dltrace.results import DL, INDEX_ID, ROW, SHARED_ID, SHARED_REFS, SHARED_SET, ResultStore, SavedResult
+from dltrace.rewriter.dialect import SPARK
 from dltrace.table_data import table_rows
 
 MODES = ("stored", "reeval")
@@ -271,7 +272,7 @@ def reeval_impact(session: Engine, source: Source, query: str, semantics: str = 
     for node in expression.find_all(exp.Table):
         if node.name.lower() == source.table:
             node.set("this", exp.to_identifier(view))
-    return session.run(expression.sql(dialect="spark")).where(F.size(DL) > 0)
+    return session.run(expression.sql(dialect=SPARK)).where(F.size(DL) > 0)
 
 
 def _bad_rows_view(session: Engine, source: Source) -> str:
@@ -287,7 +288,7 @@ def _bad_rows_view(session: Engine, source: Source) -> str:
         ids = collect_bad_ids(session, source)
         is_bad = f"{ID_COLUMN} IN ({_numbers(ids)})" if len(ids) else "FALSE"
     else:
-        is_bad = source.predicate.sql(dialect="spark")
+        is_bad = source.predicate.sql(dialect=SPARK)
     try:
         bad_rows = f"SELECT *, CASE WHEN {is_bad} THEN {ID_COLUMN} END AS {BAD_ID} FROM {base} AS {source.table}"
         # it reads the view made above alone (a subquery's ids are literals by now)

@@ -39,6 +39,7 @@ from dltrace.errors import BadInput
 from dltrace.rewriter.aggregate import aggregate
 from dltrace.rewriter.base_table import number_instances
 from dltrace.rewriter.context import DISJOINT_ROWS, MANY_GROUPS, SHARED, IdSource, RewriteContext
+from dltrace.rewriter.dialect import SPARK
 from dltrace.rewriter.distinct import distinct
 from dltrace.rewriter.distinct_count import distinct_count
 from dltrace.rewriter.distinct_set_operations import distinct_set_operations
@@ -250,5 +251,5 @@ def rewrite_sql(
         else (PAPER_CODES if schemas is PAPER_SCHEMA else {n: i + 1 for i, n in enumerate(sorted(schemas))})
     )
     return rewrite(parse(sql), schemas, codes, representation, semantics, saved=saved, rules=rules).sql(
-        dialect="spark"
+        dialect=SPARK
     )

@@ -48,6 +48,7 @@ from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
 
 from dltrace.errors import UnsupportedLineage
+from dltrace.rewriter.dialect import SPARK
 from dltrace.rewriter.representation import Representation
 from dltrace.rewriter.terms import Lineage
 
@@ -122,7 +123,7 @@ class RewriteContext:
 
 def unsupported(node: exp.Expression, what: str) -> UnsupportedLineage:
     """An error naming the construct and where it is in the query."""
-    text = node.sql(dialect="spark")
+    text = node.sql(dialect=SPARK)
     if len(text) > 70:
         text = text[:67] + "..."
     meta = getattr(node, "meta", {}) or {}

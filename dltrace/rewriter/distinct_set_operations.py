@@ -18,7 +18,9 @@ from sqlglot import exp
 
 from dltrace.rewriter.context import WHOLE_INPUT, RewriteContext, unsupported
 
-MODIFIERS = ("order", "limit", "offset")
+# what the set operation's result keeps: its ORDER BY ... LIMIT, and its WITH, whose CTEs
+# either input may read
+MODIFIERS = ("with_", "order", "limit", "offset")
 
 
 def distinct_set_operations(expression: exp.Expression, context: RewriteContext) -> exp.Expression:

@@ -30,6 +30,7 @@ from sqlglot.optimizer.qualify import qualify as sqlglot_qualify
 
 from dltrace.errors import BadInput, SqlSyntaxError, UnknownColumn, UnknownTable
 from dltrace.rewriter.context import RewriteContext
+from dltrace.rewriter.dialect import SPARK
 
 RESERVED_OUTPUT = "dl"
 MISSING_KEYWORD = re.compile(r"Required keyword: '(\w+)' missing for <class '(?:\w+\.)*(\w+)'>")
@@ -96,7 +97,7 @@ def qualify_against_catalog(expression: exp.Expression, schemas: dict[str, dict[
     for table in expression.find_all(exp.Table):
         name = table.name.lower()
         if table.args.get("db") or (name not in schemas and name not in cte_names):
-            full = table.sql(dialect="spark").split(" AS ")[0]
+            full = table.sql(dialect=SPARK).split(" AS ")[0]
             where = f" in catalog {schemas.location}" if getattr(schemas, "location", "") else ""
             close = [] if table.args.get("db") else difflib.get_close_matches(name, [*schemas, *cte_names], n=1)
             if close:

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from sqlglot import exp
 
 from dltrace.rewriter.context import RewriteContext, unsupported
+from dltrace.rewriter.dialect import SPARK
 from dltrace.rewriter.projection import is_symbolic
 from dltrace.rewriter.terms import Lineage, Term, is_lineage_column, lineage_column, tables_of
 
@@ -59,7 +60,7 @@ def _inputs(query: exp.Expression) -> list[exp.Expression]:
 
 
 def _text(term: Term) -> str:
-    return term.sql.sql(dialect="spark")
+    return term.sql.sql(dialect=SPARK)
 
 
 def replace_lineage_columns(

@@ -27,6 +27,7 @@ from dataclasses import replace
 from sqlglot import exp
 
 from dltrace.rewriter.context import CLAUSE, RewriteContext
+from dltrace.rewriter.dialect import SPARK
 from dltrace.rewriter.representation import call
 from dltrace.rewriter.subquery_copies import is_lineage_copy
 
@@ -57,4 +58,4 @@ def mark_subsuming_copies(query: exp.Expression, context: RewriteContext) -> exp
 def _rows(query: exp.Select) -> list[str | None]:
     """What decides the rows ``query`` reads: its FROM, joins and WHERE."""
     parts = [query.args.get("from_"), *(query.args.get("joins") or []), query.args.get("where")]
-    return [part.sql(dialect="spark") if part is not None else None for part in parts]
+    return [part.sql(dialect=SPARK) if part is not None else None for part in parts]

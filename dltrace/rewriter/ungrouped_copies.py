@@ -36,6 +36,8 @@ def ungrouped_copies(expression: exp.Expression, context: RewriteContext) -> exp
     for copy in list(expression.find_all(exp.Select)):
         if not is_lineage_copy(copy) or any(v for k, v in copy.args.items() if k not in COPY_PARTS):
             continue
+        if copy.args.get("from_") is None:
+            continue  # a copy of a SELECT without FROM reads no rows
         source = copy.args["from_"].this
         body = bodies.get(source.name.lower()) if isinstance(source, exp.Table) and not source.args.get("db") else None
         if body is None or not _groups_all_its_rows(body):
