@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
+import signal
 import sys
 import tempfile
 import time
@@ -48,7 +49,9 @@ def run_seed(seed: int) -> tuple[int, str, str, str]:
     try:
         outcome = check(WORKER["session"], WORKER["oracle"], query, representations=seed % 10 == 0)
     except Exception as error:  # noqa: BLE001 - any error is a failure to list, not the end of the run
-        first = (str(error).strip().splitlines() or [""])[0]
+        lines = [line for line in str(error).strip().splitlines() if line.strip()]
+        # a Py4JJavaError's first line only names the call: the Java exception is the second
+        first = " ".join(lines[:2] if lines and lines[0].startswith("An error occurred") else lines[:1])
         return seed, "failures", query, f"{type(error).__name__}: {first[:300]}"
     return seed, outcome, query, ""
 
@@ -63,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     outcomes: Counter = Counter()
     failures: list[tuple[int, str, str]] = []
     started = 0.0
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # leaving the pool's block stops its workers
     context = multiprocessing.get_context("spawn")  # a JVM's gateway does not survive fork
     with context.Pool(args.jobs, initializer=start_worker) as pool:
         for done, (seed, outcome, query, error) in enumerate(pool.imap_unordered(run_seed, seeds, chunksize=4), 1):
