@@ -37,8 +37,6 @@ from sqlglot.lineage import Node, lineage
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.optimizer.scope import traverse_scope
 
-from dltrace.errors import DltraceError
-
 PRODUCER = "https://pypi.org/project/dltrace/"
 ROW_LINEAGE_FACET = "dltrace_rowLineage"
 # the facet's JSON schema ships in the package: dltrace/schemas/RowLineageDatasetFacet.json
@@ -54,6 +52,9 @@ _parent: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar
                                                                                   default=None)
 
 
+_unreachable: list[str] = []  # the first send that failed: later events are not tried (each would wait)
+
+
 @lru_cache(maxsize=1)
 def client():
     """The OpenLineage client when it is installed and configured; None otherwise."""
@@ -63,12 +64,17 @@ def client():
         return None
     if os.getenv("OPENLINEAGE_DISABLED", "").strip().lower() == "true":
         return None
+    _unreachable.clear()  # a client configured anew is tried anew
     logger = logging.getLogger("openlineage.client.client")
     level = logger.level
     logger.setLevel(logging.ERROR)  # unconfigured, it warns that it falls back to the console
     try:
         configured = OpenLineageClient()
         transport = (configured.config.transport or {}).get("type")
+    except Exception as error:  # noqa: BLE001 - a bad configuration: no events, said once
+        print(f"dltrace: warning: OpenLineage is configured wrongly, no events are sent: {first_line(error)}",
+              file=sys.stderr)
+        return None
     finally:
         logger.setLevel(level)
     return configured if transport or os.environ.get("OPENLINEAGE_URL") else None
@@ -155,17 +161,21 @@ def column_lineage(query: str, schemas: dict[str, dict[str, str]], ids: dict[str
     groups and sorts, which touch every row (INDIRECT).  What sqlglot cannot trace is left out."""
     from openlineage.client.facet_v2 import column_lineage_dataset as cl
 
+    spelled = {(t, c.lower()): c for t, table in schemas.items() for c in table}  # sqlglot lowers names
+
     def field_of(table: str, column: str, kind: str, subtype: str):
-        return cl.InputField(namespace=ids[table][0], name=ids[table][1], field=column,
+        return cl.InputField(namespace=ids[table][0], name=ids[table][1], field=spelled.get((table, column), column),
                              transformations=[cl.Transformation(type=kind, subtype=subtype)])
 
+    try:
+        nodes = lineage(None, query, schema=schemas, dialect="spark")  # every output column in one walk
+    except Exception:  # noqa: BLE001 - sqlglot's lineage does not follow every construct: left out
+        nodes = {}
+    by_name = {name.lower(): node for name, node in nodes.items()}
     fields = {}
     for column in columns:
-        try:
-            node = lineage(column, query, schema=schemas, dialect="spark")
-        except Exception:  # noqa: BLE001 - sqlglot's lineage does not follow every construct: left out
-            continue
-        inputs = {(t, c): subtype for t, c, subtype in direct_inputs(node) if t in ids}
+        node = by_name.get(column.lower())
+        inputs = {(t, c): subtype for t, c, subtype in direct_inputs(node) if t in ids} if node else {}
         if inputs:
             fields[column] = cl.Fields(inputFields=[field_of(t, c, "DIRECT", subtype)
                                                     for (t, c), subtype in sorted(inputs.items())])
@@ -201,7 +211,8 @@ def indirect_inputs(query: str, schemas: dict[str, dict[str, str]]) -> set[tuple
         select = scope.expression
         clauses = [(select.args.get(k), subtype) for k, subtype in INDIRECT_CLAUSES.items()]
         clauses += [(join.args.get("on"), "JOIN") for join in select.args.get("joins") or []]
-        clauses += [(window, "WINDOW") for window in select.find_all(exp.Window)]
+        clauses += [(part, "WINDOW") for window in select.find_all(exp.Window)
+                    for part in (*(window.args.get("partition_by") or []), window.args.get("order"))]
         for clause, subtype in clauses:
             for column in clause.find_all(exp.Column) if clause is not None else ():
                 source = scope.sources.get(column.table)
@@ -236,11 +247,27 @@ def output_dataset(ls, saved, query: str, read: Datasets):
         "outputStatistics": statistics.OutputStatisticsOutputDatasetFacet(rowCount=saved.rows, size=size)})
 
 
-def emit(event) -> None:
+def emit(make_event) -> None:
+    """Send the event ``make_event()`` builds; a failure is a warning, and the last one tried."""
+    if _unreachable:
+        return
     try:
+        event = make_event()
+        for facet in facets_of(event):
+            facet._producer = PRODUCER
         client().emit(event)
     except Exception as error:  # noqa: BLE001 - lineage events never fail the work they describe
-        print(f"dltrace: warning: an OpenLineage event was not sent: {first_line(error)}", file=sys.stderr)
+        _unreachable.append(first_line(error))
+        print(f"dltrace: warning: an OpenLineage event was not sent, none more will be: {first_line(error)}",
+              file=sys.stderr)
+
+
+def facets_of(event) -> list:
+    """Every facet of ``event``: its run's, its job's and its datasets'."""
+    facets = [*(event.run.facets or {}).values(), *(event.job.facets or {}).values()]
+    for dataset in [*(event.inputs or []), *(event.outputs or [])]:
+        facets += [*(dataset.facets or {}).values(), *(getattr(dataset, "outputFacets", None) or {}).values()]
+    return facets
 
 
 def first_line(error: BaseException) -> str:
@@ -253,7 +280,7 @@ def run_event(kind: str, run_id: str, job: str, inputs=(), outputs=(), error: Ba
     from openlineage.client.facet_v2 import error_message_run, parent_run, sql_job
 
     run_facets = {}
-    if (parent := _parent.get()) is not None and parent[0] != run_id:
+    if (parent := _parent.get()) is not None:
         run_facets["parent"] = parent_run.ParentRunFacet(
             run=parent_run.Run(runId=parent[0]), job=parent_run.Job(namespace=namespace(), name=parent[1]))
     if error is not None:
@@ -276,14 +303,14 @@ def save_run(ls, name: str, query: str) -> Iterator[list]:
         return
     run_id, job = str(uuid.uuid4()), f"{job_prefix()}{name.lower()}"
     read = safe(lambda: input_datasets(ls, query), Datasets())
-    emit(run_event("START", run_id, job, read.inputs, sql=query))
+    emit(lambda: run_event("START", run_id, job, read.inputs, sql=query))
     try:
         yield outcome
     except BaseException as error:
-        emit(run_event("FAIL", run_id, job, read.inputs, error=error, sql=query))
+        emit(lambda failed=error: run_event("FAIL", run_id, job, read.inputs, error=failed, sql=query))
         raise
     outputs = [safe(lambda saved=saved: output_dataset(ls, saved, query, read), None) for saved in outcome]
-    emit(run_event("COMPLETE", run_id, job, read.inputs, [o for o in outputs if o is not None], sql=query))
+    emit(lambda: run_event("COMPLETE", run_id, job, read.inputs, [o for o in outputs if o is not None], sql=query))
 
 
 @contextmanager
@@ -295,16 +322,16 @@ def script_run(label: str | None, text: str = "") -> Iterator[None]:
         return
     job = label or f"script-{hashlib.sha1(text.encode()).hexdigest()[:10]}"
     run_id = str(uuid.uuid4())
-    emit(run_event("START", run_id, job))
+    emit(lambda: run_event("START", run_id, job))
     token = _parent.set((run_id, job))
     try:
         yield
     except BaseException as error:
-        emit(run_event("FAIL", run_id, job, error=error))
+        emit(lambda failed=error: run_event("FAIL", run_id, job, error=failed))
         raise
     finally:
         _parent.reset(token)
-    emit(run_event("COMPLETE", run_id, job))
+    emit(lambda: run_event("COMPLETE", run_id, job))
 
 
 def job_prefix() -> str:
@@ -317,6 +344,6 @@ def safe(make, default):
     """``make()``, or ``default`` with a warning: describing the work never fails it."""
     try:
         return make()
-    except (DltraceError, Exception) as error:  # noqa: BLE001
+    except Exception as error:  # noqa: BLE001 - a DltraceError or any other
         print(f"dltrace: warning: OpenLineage facets left out: {first_line(error)}", file=sys.stderr)
         return default

@@ -21,6 +21,8 @@ from tests.oracle import DuckOracle, check_completeness
 from tpch.duck import connect
 
 ROOT = Path(__file__).resolve().parent.parent
+# errors of the plain query that are not Spark rejecting it: a failed check, an interrupt, Spark gone
+NOT_A_VERDICT = ("AssertionError", "KeyboardInterrupt", "Py4JNetworkError", "ConnectionRefusedError")
 
 # the slice of TPC-H SF 0.01 the queries run on: a few rows per table, keys that still join
 SLICE = {
@@ -79,8 +81,8 @@ def check(session: LineageSession, oracle: DuckOracle, query: str, representatio
     try:
         plain = session.sql(query, lineage=False).collect()
     except (DltraceError, Exception) as error:  # noqa: BLE001 - Spark's own verdict on the query, any class
-        if type(error).__name__ in ("AssertionError", "KeyboardInterrupt"):
-            raise
+        if type(error).__name__ in NOT_A_VERDICT:
+            raise  # a failed check, or Spark gone: not Spark's verdict on the query
         return "plain query rejected by Spark"
     try:
         frame = session.sql(query)

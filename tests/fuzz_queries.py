@@ -16,13 +16,17 @@ down (or by the hypothesis test, which shrinks what it finds).
 from __future__ import annotations
 
 import argparse
+import atexit
 import multiprocessing
+import shutil
 import signal
 import sys
 import tempfile
 import time
 import warnings
 from collections import Counter
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 from tests.differential import check, generated_summary, tiny_tpch
@@ -39,14 +43,17 @@ def start_worker() -> None:
     warnings.simplefilter("ignore")
     spark = get_spark("local[1]", {"spark.sql.shuffle.partitions": "1", "spark.driver.memory": "2g",
                                    "spark.ui.enabled": "false"})
-    session = tiny_tpch(Path(tempfile.mkdtemp(prefix="dltrace-fuzz-")), spark)
+    directory = tempfile.mkdtemp(prefix="dltrace-fuzz-")
+    atexit.register(shutil.rmtree, directory, True)
+    session = tiny_tpch(Path(directory), spark)
     WORKER.update(session=session, oracle=DuckOracle(session))
 
 
 def run_seed(seed: int) -> tuple[int, str, str, str]:
     """(seed, outcome, query, the first line of the error when it failed)."""
-    query = Generator(RandomChooser(seed)).statement()
+    query = ""
     try:
+        query = Generator(RandomChooser(seed)).statement()
         outcome = check(WORKER["session"], WORKER["oracle"], query, representations=seed % 10 == 0)
     except Exception as error:  # noqa: BLE001 - any error is a failure to list, not the end of the run
         lines = [line for line in str(error).strip().splitlines() if line.strip()]
@@ -68,18 +75,24 @@ def main(argv: list[str] | None = None) -> int:
     started = 0.0
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # leaving the pool's block stops its workers
     context = multiprocessing.get_context("spawn")  # a JVM's gateway does not survive fork
-    with context.Pool(args.jobs, initializer=start_worker) as pool:
-        for done, (seed, outcome, query, error) in enumerate(pool.imap_unordered(run_seed, seeds, chunksize=4), 1):
-            started = started or time.monotonic()  # the rate from the first answer: workers start in ~a minute
-            outcomes[outcome] += 1
-            if error:
-                failures.append((seed, error, query))
-                print(f"seed {seed} failed: {error}", file=sys.stderr, flush=True)
-            if done % 100 == 0 or done == len(seeds):
-                rate = (done - 1) / max(time.monotonic() - started, 1e-9)
-                left = (len(seeds) - done) / max(rate, 1e-9) / 60
-                print(f"{done}/{len(seeds)} queries, {rate:.2f}/s, about {left:.0f} min left: "
-                      f"{generated_summary(outcomes)}", file=sys.stderr, flush=True)
+    with ProcessPoolExecutor(args.jobs, mp_context=context, initializer=start_worker) as pool:
+        answers = as_completed([pool.submit(run_seed, seed) for seed in seeds])
+        try:
+            for done, answer in enumerate(answers, 1):
+                seed, outcome, query, error = answer.result()
+                started = started or time.monotonic()  # the rate from the first answer: workers start in ~a minute
+                outcomes[outcome] += 1
+                if error:
+                    failures.append((seed, error, query))
+                    print(f"seed {seed} failed: {error}", file=sys.stderr, flush=True)
+                if done % 100 == 0 or done == len(seeds):
+                    rate = (done - 1) / max(time.monotonic() - started, 1e-9)
+                    left = (len(seeds) - done) / max(rate, 1e-9) / 60
+                    print(f"{done}/{len(seeds)} queries, {rate:.2f}/s, about {left:.0f} min left: "
+                          f"{generated_summary(outcomes)}", file=sys.stderr, flush=True)
+        except BrokenProcessPool as error:  # a worker that could not start (no Java) or died (killed, out of memory)
+            print(f"a worker process ended: {error}; the run stopped", file=sys.stderr)
+            failures.append((-1, f"a worker process ended: {error}", ""))
     print(generated_summary(outcomes))
     for seed, error, query in sorted(failures):
         print(f"\nseed {seed}: {error}\n{query}")

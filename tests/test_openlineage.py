@@ -191,3 +191,30 @@ def test_a_script_run_from_the_command_line_is_named_for_its_file(lineage_catalo
     runs = [(e["job"]["name"], e["eventType"]) for e in read_events(configured)]
     assert runs == [("regions.sql", "START"), ("regions.sql.regions", "START"), ("regions.sql.regions", "COMPLETE"),
                     ("regions.sql", "COMPLETE")]
+
+
+def test_events_never_fail_the_work(tmp_path, monkeypatch, capsys) -> None:
+    """A configuration the client refuses, or a server that does not answer: one warning line
+    each, and the run's own work goes on (here a save's run without Spark work)."""
+    from tests.conftest import free_port
+
+    ls = LineageSession(tmp_path / "catalog")  # no Spark: nothing in the run uses it
+    monkeypatch.delenv("OPENLINEAGE_CONFIG", raising=False)
+    monkeypatch.setenv("OPENLINEAGE__TRANSPORT__TYPE", "nosuch")
+    openlineage.client.cache_clear()
+    try:
+        with openlineage.save_run(ls, "r", "select 1 as one") as saved:
+            saved.append("done")
+        assert saved == ["done"]
+        assert capsys.readouterr().err.count("OpenLineage is configured wrongly") == 1
+        monkeypatch.delenv("OPENLINEAGE__TRANSPORT__TYPE")
+        monkeypatch.setenv("OPENLINEAGE_URL", f"http://127.0.0.1:{free_port()}")  # nothing listens there
+        monkeypatch.setenv("OPENLINEAGE__TRANSPORT__RETRY__TOTAL", "0")
+        openlineage.client.cache_clear()
+        for _ in range(2):
+            with openlineage.save_run(ls, "r", "select 1 as one"):
+                pass
+        err = capsys.readouterr().err
+        assert err.count("dltrace: warning: an OpenLineage event was not sent, none more will be") == 1, err
+    finally:
+        openlineage.client.cache_clear()

@@ -38,6 +38,9 @@ def parents() -> Parents:
     common.add_argument(
         "--master", help="Spark master (default: $SPARK_MASTER or local[*]; SPARK_REMOTE for Spark Connect)"
     )
+    shown = common.add_mutually_exclusive_group()
+    shown.add_argument("--quiet", action="store_true", help="no Spark progress on a terminal")
+    shown.add_argument("--verbose", action="store_true", help="Spark's warnings too, beside its progress")
     lineage = argparse.ArgumentParser(add_help=False)
     lineage.add_argument("--semantics", choices=("control", "data"), default="control")
     lineage.add_argument("--repr", choices=tuple(REPRESENTATIONS), default="set",

@@ -21,6 +21,7 @@ from dltrace.formatting import DL, DL_VALUES, lineage_ids, plain_value
 from dltrace.granularity.clause import LineageOnArgument, lineage_on_sql, split_lineage_on
 from dltrace.granularity.granules import Granularity, Provider, resolve
 from dltrace.rewriter import parse
+from dltrace.rewriter.dialect import SPARK
 
 DESCRIPTION_WIDTH = 60  # the table output's widest column
 
@@ -101,8 +102,8 @@ def _provider_dictionary(session: Engine, provider: Provider) -> dict[int, tuple
     key = (str(session.catalog.directory), entry.path, provider.tag)
     if key not in _DICTIONARIES:
         alias = provider.table
-        values = ", ".join(f"{v.sql(dialect='spark')} AS v{i}" for i, v in enumerate(provider.values(alias)))
-        query = (f"SELECT DISTINCT {provider.granule_id(alias).sql(dialect='spark')} AS granule, "
+        values = ", ".join(f"{v.sql(dialect=SPARK)} AS v{i}" for i, v in enumerate(provider.values(alias)))
+        query = (f"SELECT DISTINCT {provider.granule_id(alias).sql(dialect=SPARK)} AS granule, "
                  f"{values} FROM {alias} AS {alias}")
         dictionary: dict[int, tuple] = {}
         for row in session.run(query).collect():

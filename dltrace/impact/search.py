@@ -105,7 +105,7 @@ def bad_rows(session: Engine, source: Source):
     rows.createOrReplaceTempView(view)
     try:
         return session.run(
-            f"SELECT {ID_COLUMN} FROM {view} AS {source.table} WHERE {source.predicate.sql(dialect='spark')}"
+            f"SELECT {ID_COLUMN} FROM {view} AS {source.table} WHERE {source.predicate.sql(dialect=SPARK)}"
         )
     except BadInput as error:
         raise BadInput(f"--source {source.text}: {error}") from None

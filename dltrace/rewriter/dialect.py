@@ -7,9 +7,9 @@ there), where the literal runs; so a cast of a string literal to a date or times
 written as the typed literal it came from.
 
 >>> from sqlglot import parse_one
->>> parse_one("SELECT DATE '1996-12-31', TIMESTAMP '1996-12-31 10:00:00', CAST(x AS DATE)", read="spark").sql(
+>>> parse_one("SELECT DATE '1996-12-31', TIMESTAMP '1996-12-31 10:00:00', CAST('' AS DATE)", read="spark").sql(
 ...     dialect=SPARK)
-"SELECT DATE '1996-12-31', TIMESTAMP '1996-12-31 10:00:00', CAST(x AS DATE)"
+"SELECT DATE '1996-12-31', TIMESTAMP '1996-12-31 10:00:00', CAST('' AS DATE)"
 """
 
 from __future__ import annotations
@@ -27,7 +27,9 @@ class DltraceSpark(Spark):
     class Generator(Spark.Generator):
         def cast_sql(self, expression: exp.Cast, safe_prefix: str | None = None) -> str:
             literal, target = expression.this, expression.to
-            if (isinstance(literal, exp.Literal) and literal.is_string and not expression.args.get("format")
+            # Spark's CAST(...) is read as TRY_CAST (a subclass): only the literal is a plain Cast
+            if (type(expression) is exp.Cast and isinstance(literal, exp.Literal) and literal.is_string
+                    and not expression.args.get("format")
                     and target.this in TYPED_LITERALS and not target.expressions):
                 return f"{TYPED_LITERALS[target.this]} {self.sql(literal)}"
             return super().cast_sql(expression, safe_prefix)
