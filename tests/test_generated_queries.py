@@ -58,6 +58,11 @@ FOUND = [
     # subquery of a CTE read twice (seed 162, cut down); the same query once failed in a rule (no FROM)
     "WITH w1 AS (SELECT t2.o_custkey AS c0 FROM orders t2 WHERE t2.o_orderdate <= (SELECT date '1996-12-31') "
     "GROUP BY t2.o_custkey) SELECT count(*) AS c1 FROM w1 t8 FULL JOIN w1 t9 ON t8.c0 = t9.c0",
+    # the untagged oracle failed: the subquery's lineitem ids joined t1's rows in the re-run and
+    # changed the window's NULL partition; checked in tree form instead (seed 856)
+    "SELECT COALESCE(t1.l_quantity, 3) AS c0, t1.l_partkey AS c1, t1.l_quantity + 10 AS c2, rank() OVER (PARTITION "
+    "BY nation.n_regionkey ORDER BY t1.l_quantity) AS c3, (SELECT avg(t2.l_suppkey) FROM lineitem t2) AS c4 FROM "
+    "nation FULL JOIN lineitem t1 ON nation.n_regionkey = t1.l_suppkey AND t1.l_quantity <= t1.l_orderkey",
 ]
 
 
