@@ -137,7 +137,7 @@ def input_datasets(ls, query: str) -> Datasets:
 
 def result_id(ls, name: str) -> tuple[str, str]:
     """A saved result's dataset: its directory in the catalog, the same for every save of it."""
-    return dataset_id(str(ls.catalog.directory / "results" / name))
+    return dataset_id(str(ls.store.directory / name))
 
 
 def schema_facet(columns: dict[str, str]):
