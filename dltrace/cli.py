@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from dltrace import progress
+from dltrace import progress, server
 from dltrace.commands import COMMANDS
 from dltrace.commands.common import parents
 from dltrace.errors import BadInput, DltraceError, spark_error, unexpected_error
@@ -68,10 +68,16 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    """The handler the command's module set (``dltrace/commands``), with Spark's progress on
-    stderr when it is a terminal (dltrace/progress.py)."""
-    with progress.shown(getattr(args, "quiet", False), getattr(args, "verbose", False)):
-        return args.handler(args)
+    """The handler the command's module set (``dltrace/commands``), on the warm server when
+    one runs (dltrace/server.py), with Spark's progress on stderr when it is a terminal
+    (dltrace/progress.py)."""
+    warm = getattr(args, "uses_spark", True) and server.use_if_running(getattr(args, "master", None))
+    try:
+        with progress.shown(getattr(args, "quiet", False), getattr(args, "verbose", False)):
+            return args.handler(args)
+    finally:
+        if warm:
+            server.touch_used()
 
 
 if __name__ == "__main__":

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 
 class DltraceError(Exception):
     """A failure dltrace reports as one line; ``exit_code`` 1 means the run failed.
@@ -59,6 +61,11 @@ INTERNAL_STATE = "XX"
 DLTRACE_BUG = "a bug in dltrace, please report it"
 
 
+# what gRPC's _InactiveRpcError says when a Spark Connect call fails before Spark answers
+GRPC_FAILURE = re.compile(r'status = StatusCode\.(\w+)\s+details = "([^"]*)"')
+CONNECT_TOKEN_HELP = " (the server takes clients that give its token, in SPARK_CONNECT_AUTHENTICATE_TOKEN)"
+
+
 def spark_message(error: Exception) -> tuple[str, str | None]:
     """The first line of a Spark failure and its SQLSTATE: from PySpark's exception, or from
     the Java exception inside py4j's (a failure at planning or collect time)."""
@@ -73,6 +80,11 @@ def spark_message(error: Exception) -> tuple[str, str | None]:
     else:
         text = (getattr(error, "getMessage", None) or (lambda: str(error)))()
         state = getattr(error, "getSqlState", lambda: None)()
+    rpc = GRPC_FAILURE.search(str(text))
+    if rpc:  # a Spark Connect call gRPC ended: its status and details, not the wrapper's repr
+        status, details = rpc.groups()
+        hint = CONNECT_TOKEN_HELP if status == "UNAUTHENTICATED" else ""
+        return f"the Connect server refused the call: {status}: {details}{hint}", None
     lines = [line.strip() for line in str(text).splitlines() if line.strip()]
     lines = [line for line in lines if not line.startswith("An error occurred while calling")] or lines
     first = lines[0].removeprefix(": ") if lines else type(error).__name__

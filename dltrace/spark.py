@@ -138,15 +138,18 @@ def get_spark(master: str | None = None, conf: dict[str, str] | None = None, con
     return _session
 
 
-def serve_connect(classic) -> str:
+def serve_connect(classic, token: str | None = None) -> str:
     """Start Spark Connect inside the JVM of embedded session ``classic`` (once; on
-    127.0.0.1, a free port); returns the server's URL."""
+    127.0.0.1, a free port; clients must present ``token`` when one is given); returns the
+    server's URL."""
     global _server
     service = getattr(getattr(classic._jvm.org.apache.spark.sql.connect.service, "SparkConnectService$"), "MODULE$")
     if not service.started():
         conf = classic._jsc.sc().conf()  # the live conf the service reads its address from
         conf.set("spark.connect.grpc.binding.address", "127.0.0.1")
         conf.set("spark.connect.grpc.binding.port", "0")
+        if token:
+            conf.set("spark.connect.authenticate.token", token)
         service.start(classic._jsc.sc())
     _server = classic  # the JVM lives as long as the process
     return f"sc://127.0.0.1:{service.localPort()}"

@@ -47,6 +47,9 @@ def pytest_configure(config) -> None:
     )
     if NO_JVM:
         forbid_jvm()
+    # a warm server the developer runs is not the tests' Spark: the CLI started here (and in
+    # subprocesses) starts its own unless a test of the server (tests/test_server.py) says so
+    os.environ["DLTRACE_SERVER"] = "off"
 
 
 def forbid_jvm() -> None:

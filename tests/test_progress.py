@@ -58,6 +58,19 @@ def test_progress_on_a_terminal(tpch) -> None:
     assert shown.strip() == "", shown
 
 
+def test_verbose_shows_sparks_warnings(tpch) -> None:
+    """A window without PARTITION BY makes Spark warn (all rows in one partition): shown with
+    --verbose, in the JVM's log file only without it."""
+    window = "select o_orderkey, row_number() over (order by o_orderkey) as rn from orders"
+    catalog = str(tpch.catalog.directory)
+    warning = "No Partition Defined for Window operation"
+    code, stdout, shown = on_a_terminal(["sql", window, "--catalog", catalog, "--verbose"])
+    assert code == 0 and stdout.strip(), shown
+    assert re.search(rf"^spark: .*WARN.*{warning}", shown, re.MULTILINE), shown
+    code, stdout, shown = on_a_terminal(["sql", window, "--catalog", catalog])
+    assert code == 0 and warning not in shown, shown
+
+
 def test_nothing_extra_when_stderr_is_not_a_terminal(tpch, capsys) -> None:
     assert main(["sql", QUERY, "--catalog", str(tpch.catalog.directory)]) == 0
     captured = capsys.readouterr()

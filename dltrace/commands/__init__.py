@@ -15,11 +15,12 @@ from dltrace.commands import (
     results,
     rewrite,
     run,
+    server,
     sql,
     tables,
     views,
 )
 
-COMMANDS = (register, sql, rewrite, run, views, demo, impact, explain, results, lineage_sql, tables)
+COMMANDS = (register, sql, rewrite, run, views, demo, impact, explain, results, lineage_sql, tables, server)
 
 __all__ = ["COMMANDS"]
