@@ -163,7 +163,7 @@ def check(session: LineageSession, oracle: DuckOracle, query: str, representatio
     if representations and "LIMIT" not in query:  # under ties, LIMIT may keep rows of other lineage
         expected = ids_bag(rows)
         for representation in ("bdd", "auto"):
-            other = session.sql(query, repr=representation).collect()
+            other = session.sql(query, representation=representation).collect()
             assert ids_bag(other) == expected, f"{representation} differs from set: {query}"
     return "traced and checked" if complete else OUTSIDE_THEOREM
 
