@@ -11,6 +11,7 @@ stderr is not a terminal nothing is added.
 
 from __future__ import annotations
 
+import re
 import sys
 import threading
 import time
@@ -19,6 +20,8 @@ from contextlib import contextmanager
 from typing import TextIO
 
 POLL_SECONDS = 0.2
+# a line Spark logs (dltrace/log4j2.properties: "%d{HH:mm:ss} %p %c{1}: %m")
+LOG_LINE = re.compile(r"^\d\d:\d\d:\d\d (WARN|ERROR|FATAL) ")
 
 
 class ProgressLine:
@@ -64,7 +67,13 @@ class SparkProgress:
         self.jobs: set[int] = set()
         self.connect_operations: set[str] = set()
         self.hooked = None
-        self.log_offset: int | None = None
+        self.log_offset = 0
+        if verbose:
+            from dltrace.spark import jvm_log_path, log_spark_warnings
+
+            path = jvm_log_path()
+            self.log_offset = path.stat().st_size if path.exists() else 0  # what the command's JVM writes next
+            log_spark_warnings()
 
     def __call__(self, stages, inflight_tasks: int, operation_id: str | None, done: bool) -> None:
         """Spark Connect's progress handler (``registerProgressHandler``)."""
@@ -86,7 +95,7 @@ class SparkProgress:
         if getattr(context, "_jsc", None) is None:  # not yet, or no longer, a running context
             return
         if self.verbose:
-            self.show_warnings(context)
+            self.show_warnings()
         tracker = context.statusTracker()
         self.jobs.update(tracker.getJobIdsForGroup(None))
         stages = [info for info in map(tracker.getStageInfo, tracker.getActiveStageIds()) if info is not None]
@@ -102,20 +111,21 @@ class SparkProgress:
             session.registerProgressHandler(self)
             self.hooked = session
 
-    def show_warnings(self, context) -> None:
-        """Spark's warnings: the JVM log's lines written since the command began."""
+    def show_warnings(self) -> None:
+        """Spark's warnings: the log lines (dltrace/log4j2.properties' pattern, not the JVM's
+        start-up chatter or stack frames) the JVM wrote since the command began."""
         from dltrace.spark import jvm_log_path
 
         path = jvm_log_path()
-        if self.log_offset is None:
-            context.setLogLevel("WARN")
-            self.log_offset = path.stat().st_size if path.exists() else 0
+        if not path.exists():
             return
+        if path.stat().st_size < self.log_offset:  # a log over its limit starts anew
+            self.log_offset = 0
         with open(path, "rb") as log:
             log.seek(self.log_offset)
-            text = log.read().decode(errors="replace")
-        self.log_offset += len(text.encode())
-        lines = [line for line in text.splitlines() if line.strip()]
+            data = log.read()
+        self.log_offset += len(data)
+        lines = [line for line in data.decode(errors="replace").splitlines() if LOG_LINE.match(line)]
         if lines:
             with self.lock:
                 self.line.clear()

@@ -93,6 +93,7 @@ JAVA_EXCEPTION = re.compile(r'^(?:Exception in thread "[^"]*" )?[\w$.]+(?:Except
 KILLED = re.compile(r"Application has been killed\. Reason: (.+)")
 _session = None
 _server = None  # an embedded session serving Spark Connect (serve_connect)
+_log_level = "ERROR"  # what Spark logs to the JVM's log file: "WARN" under --verbose (log_spark_warnings)
 
 
 def jvm_log_path() -> Path:
@@ -342,13 +343,25 @@ def _embedded(master: str, settings: dict[str, str]):
             raise start_failure(launch_failure(text) or tail[0], master, log_path) from None
     try:
         context = SparkContext(conf=conf, gateway=gateway)
-        context.setLogLevel("ERROR")
+        context.setLogLevel(_log_level)
         return SparkSession(context)
     except Py4JJavaError as error:
         # a cluster that gave up on the application says why in the log, not in the exception
         killed = KILLED.findall(_written_since(log_path, start))
         message = str(error.java_exception.getMessage() or error.java_exception.toString()).strip()
         raise start_failure(killed[-1] if killed else message.splitlines()[0], master, log_path) from None
+
+
+def log_spark_warnings() -> None:
+    """Spark's warnings into the JVM's log from now on (``--verbose``, dltrace/progress.py):
+    in the embedded session that runs, and in one that starts later."""
+    global _log_level
+    from pyspark import SparkContext
+
+    _log_level = "WARN"
+    context = SparkContext._active_spark_context
+    if getattr(context, "_jsc", None) is not None:
+        context.setLogLevel(_log_level)
 
 
 def _written_since(log_path: Path, start: int) -> str:
