@@ -73,30 +73,54 @@ def main(argv: list[str] | None = None) -> int:
     outcomes: Counter = Counter()
     failures: list[tuple[int, str, str]] = []
     started = 0.0
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # leaving the pool's block stops its workers
+    stopped = False
+    signal.signal(signal.SIGTERM, stop_by_signal)
     context = multiprocessing.get_context("spawn")  # a JVM's gateway does not survive fork
-    with ProcessPoolExecutor(args.jobs, mp_context=context, initializer=start_worker) as pool:
+    pool = ProcessPoolExecutor(args.jobs, mp_context=context, initializer=start_worker)
+    try:
         answers = as_completed([pool.submit(run_seed, seed) for seed in seeds])
-        try:
-            for done, answer in enumerate(answers, 1):
-                seed, outcome, query, error = answer.result()
-                started = started or time.monotonic()  # the rate from the first answer: workers start in ~a minute
-                outcomes[outcome] += 1
-                if error:
-                    failures.append((seed, error, query))
-                    print(f"seed {seed} failed: {error}", file=sys.stderr, flush=True)
-                if done % 100 == 0 or done == len(seeds):
-                    rate = (done - 1) / max(time.monotonic() - started, 1e-9)
-                    left = (len(seeds) - done) / max(rate, 1e-9) / 60
-                    print(f"{done}/{len(seeds)} queries, {rate:.2f}/s, about {left:.0f} min left: "
-                          f"{generated_summary(outcomes)}", file=sys.stderr, flush=True)
-        except BrokenProcessPool as error:  # a worker that could not start (no Java) or died (killed, out of memory)
-            print(f"a worker process ended: {error}; the run stopped", file=sys.stderr)
-            failures.append((-1, f"a worker process ended: {error}", ""))
+        for done, answer in enumerate(answers, 1):
+            seed, outcome, query, error = answer.result()
+            started = started or time.monotonic()  # the rate from the first answer: workers start in ~a minute
+            outcomes[outcome] += 1
+            if error:
+                failures.append((seed, error, query))
+                print(f"seed {seed} failed: {error}", file=sys.stderr, flush=True)
+            if done % 100 == 0 or done == len(seeds):
+                rate = (done - 1) / max(time.monotonic() - started, 1e-9)
+                left = (len(seeds) - done) / max(rate, 1e-9) / 60
+                print(f"{done}/{len(seeds)} queries, {rate:.2f}/s, about {left:.0f} min left: "
+                      f"{generated_summary(outcomes)}", file=sys.stderr, flush=True)
+    except BrokenProcessPool as error:  # a worker that could not start (no Java) or died (killed, out of memory)
+        print(f"a worker process ended: {error}; the run stopped", file=sys.stderr)
+        failures.append((-1, f"a worker process ended: {error}", ""))
+    except (Stopped, KeyboardInterrupt):
+        stopped = True
+        print(f"stopped after {sum(outcomes.values())} of {len(seeds)} queries", file=sys.stderr)
+    finally:
+        stop_pool(pool, wait=not stopped)
     print(generated_summary(outcomes))
     for seed, error, query in sorted(failures):
         print(f"\nseed {seed}: {error}\n{query}")
-    return 1 if failures else 0
+    return 1 if failures else 143 if stopped else 0
+
+
+class Stopped(Exception):
+    """SIGTERM: the run ends with what it found so far."""
+
+
+def stop_by_signal(*_) -> None:
+    raise Stopped
+
+
+def stop_pool(pool: ProcessPoolExecutor, wait: bool) -> None:
+    """Shut the pool down; when stopped, without running the queries still queued (shutdown
+    alone would run all of them) and with its workers (and so their JVMs) ended now."""
+    workers = list((pool._processes or {}).values())  # the pool has no public way to end them
+    pool.shutdown(wait=wait, cancel_futures=True)
+    if not wait:
+        for worker in workers:
+            worker.terminate()
 
 
 if __name__ == "__main__":
