@@ -254,7 +254,7 @@ def test_a_request_whose_client_left_has_its_spark_jobs_interrupted(client, demo
 
         async def is_disconnected(self):
             self.asked += 1
-            return self.asked > 10  # two seconds in: the job runs by now
+            return self.asked > 10  # two seconds in (the job may not run yet: it is interrupted until it ends)
 
     started = time.monotonic()
     response = asyncio.run(ui_app.answer(Gone(), endless))

@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput(f"no catalog at {directory}: register a table first (`dltrace register NAME PATH`) "
                        f"or give --catalog DIR")
     token = args.token or (None if loopback(args.host) else secrets.token_urlsafe(18))
-    app = create_app(directory, master=args.master, token=token, allowed_hosts=[args.host, "localhost", "127.0.0.1"])
+    app = create_app(directory, master=args.master, token=token, allowed_hosts=[args.host])
     listening = bound(args.host, args.port)
     port = listening.getsockname()[1]
     print(f"dltrace ui: the lineage explorer of {directory} at {url(args.host, port, token)}", flush=True)

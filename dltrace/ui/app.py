@@ -22,9 +22,9 @@ from pathlib import Path
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Route
@@ -39,6 +39,7 @@ TOKEN_HEADER = "x-dltrace-token"
 TOKEN_COOKIE = "dltrace_token"
 LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "::1"]
 DISCONNECT_POLL = 0.2  # seconds between checks that the client still waits for an answer
+INTERRUPT_AGAIN = 0.5  # seconds between interruptions of a cancelled request's Spark work until it ends
 CACHED_PAGES = 64  # result pages kept: a save never changes (a new save has a new stamp)
 
 
@@ -74,6 +75,11 @@ class Explorer:
             self.spark  # noqa: B018 - starting it is the point
         except Exception:  # noqa: BLE001 - the next request that needs Spark says why
             pass
+
+    def interrupt(self, tag: str) -> None:
+        """Cancel the running Spark jobs of the request tagged ``tag`` (nothing before Spark started)."""
+        if self._spark is not None:
+            self._spark.interruptTag(tag)
 
     def session(self, spark: bool) -> LineageSession:
         """The catalog opened for one request (its newest version, its results as on disk now)."""
@@ -128,10 +134,11 @@ async def answer(request: Request, work: Callable[[LineageSession], object], spa
         await asyncio.wait({task}, timeout=DISCONNECT_POLL)
         if not task.done() and await request.is_disconnected():
             gone.set()
-            if spark:
-                await run_in_threadpool(explorer.spark.interruptTag, tag)
-            task.add_done_callback(lambda t: t.exception())  # its end (an interruption) is nobody's answer
-            return Response(status_code=499)
+            while spark and not task.done():  # again and again: a job the work starts later is cancelled too
+                await run_in_threadpool(explorer.interrupt, tag)
+                await asyncio.wait({task}, timeout=INTERRUPT_AGAIN)
+            await asyncio.wait({task})
+            return Response(status_code=499)  # nginx's "client closed request": nobody reads it
     try:
         result = task.result()
     except Exception as error:  # noqa: BLE001 - every failure is one line of JSON, never a stack trace
@@ -285,11 +292,32 @@ class TokenGuard:
         return secrets.compare_digest(given.encode(), self.token.encode())
 
 
+class HostGuard:
+    """Without a token: only requests addressed to one of ``hosts`` (loopback names, the
+    ``--host`` given), so that a page elsewhere cannot reach the explorer through a DNS name
+    of its own pointed at 127.0.0.1 (DNS rebinding)."""
+
+    def __init__(self, app, hosts: list[str]) -> None:
+        self.app = app
+        self.hosts = {h.lower().strip("[]") for h in hosts}
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http":
+            host = Headers(scope=scope).get("host", "").lower()
+            name = host.rpartition("]")[0].lstrip("[") if host.startswith("[") else host.partition(":")[0]
+            if name not in self.hosts:
+                response = JSONResponse({"error": f"this explorer answers requests to {', '.join(sorted(self.hosts))} "
+                                                  f"only, not to {host or 'no host'}"}, status_code=400)
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
 def create_app(catalog: str | Path, spark=None, master: str | None = None, token: str | None = None,
                allowed_hosts: list[str] | None = None) -> Starlette:
     """The explorer over ``catalog``.  Without a token it answers only requests addressed to a
-    loopback name (``allowed_hosts``), so that a web page elsewhere cannot reach it through a
-    DNS name it points at 127.0.0.1 (DNS rebinding); with one, every request must present it."""
+    loopback name or one of ``allowed_hosts`` (``HostGuard``); with one, every request must
+    present it (``TokenGuard``)."""
     routes = [
         Route("/", page),
         Route("/app.js", script),
@@ -303,8 +331,8 @@ def create_app(catalog: str | Path, spark=None, master: str | None = None, token
         Route("/api/impact", impact),
         Route("/api/impact/export", impact_export),
     ]
-    middleware = [Middleware(TokenGuard, token=token)] if token else [
-        Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts or LOOPBACK_HOSTS)]
+    middleware = [Middleware(TokenGuard, token=token) if token else
+                  Middleware(HostGuard, hosts=[*LOOPBACK_HOSTS, *(allowed_hosts or [])])]
     app = Starlette(routes=routes, middleware=middleware, exception_handlers={HTTPException: not_found})
     app.state.explorer = Explorer(catalog, spark, master)
     app.state.token = token
