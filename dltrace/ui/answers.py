@@ -22,8 +22,23 @@ from dltrace.impact import ImpactWarning
 from dltrace.plain import names_read
 from dltrace.results import DL, ROW
 
+JS_SAFE = 2 ** 53  # JavaScript's numbers hold integers exactly up to here; ids and bigints go past it
 MAX_PAGE = 5000  # rows per page at most: a page is read into the server's memory and the browser's
 IMPACT_SHOWN = 200  # affected rows shown per result; the export has them all
+
+
+def value(v):
+    """A value for the page: JSON-friendly (``plain_value``), an integer past 2^53 as text.
+
+    >>> value(7), value(2 ** 60), value([1, 2 ** 60]), value({"n": 2 ** 60})
+    (7, '1152921504606846976', [1, '1152921504606846976'], {'n': '1152921504606846976'})
+    """
+    v = plain_value(v)
+    if isinstance(v, int) and not isinstance(v, bool) and abs(v) >= JS_SAFE:
+        return str(v)
+    if isinstance(v, list):
+        return [value(x) for x in v]
+    return {k: value(x) for k, x in v.items()} if isinstance(v, dict) else v
 
 
 def pipeline(session) -> dict:
@@ -92,7 +107,7 @@ def result_rows(session, name: str, offset: int, limit: int) -> dict:
     for row in frame.collect():
         record = row.asDict(recursive=False)
         counts = sorted((c["code"], c["n"]) for c in record.pop("__dl_counts") or [])
-        rows.append({"_row": record.pop(ROW), "values": {k: plain_value(v) for k, v in record.items()},
+        rows.append({"_row": record.pop(ROW), "values": {k: value(v) for k, v in record.items()},
                      "dl": {session.catalog.table_of_code(code): n for code, n in counts}})
     return {"result": saved.name, "columns": list(saved.columns), "total": saved.rows, "offset": offset,
             "limit": limit, "rows": rows, "stale": session.stale_results().get(saved.name)}
@@ -121,7 +136,7 @@ def _page(frame, total: int, offset: int, limit: int) -> dict:
     """Rows ``offset`` to ``offset + limit`` of an explained table (ordered by ``_dl_id``)."""
     rows = frame.offset(offset).limit(limit).collect() if offset else frame.limit(limit).collect()
     return {"columns": frame.columns, "total": total, "offset": offset,
-            "rows": [{k: plain_value(v) for k, v in r.asDict(recursive=False).items()} for r in rows]}
+            "rows": [{k: value(v) for k, v in r.asDict(recursive=False).items()} for r in rows]}
 
 
 def summary(session, name: str, row: int, k: int) -> dict:
@@ -137,7 +152,7 @@ def reasons(session, name: str, row: int, limit: int) -> list[dict]:
         return []
     return [{"udf": found.udf, "call": found.call, "inputs": found.inputs, "invocations": found.invocations,
              "columns": [str(c) for c in found.rows.columns],
-             "rows": [{str(k): plain_value(v) for k, v in r.items()}
+             "rows": [{str(k): value(v) for k, v in r.items()}
                       for r in found.rows.head(limit).to_dict("records")]}
             for found in session.explain_reasons(name, row)]
 
@@ -159,7 +174,7 @@ def granules(session, name: str, row: int, on: str) -> dict:
             rows = grouped.orderBy(*[F.col(f"`{e}`") for e in expressions]).collect()
         except PySparkException:
             continue  # the table does not provide these attributes: it contributes no granule
-        found[table] = [{"values": {e: plain_value(r[i]) for i, e in enumerate(expressions)}, "rows": r["count"]}
+        found[table] = [{"values": {e: value(r[i]) for i, e in enumerate(expressions)}, "rows": r["count"]}
                         for r in rows]
     if not found:
         raise BadInput(f"no source table of row {row} of {name.lower()} has the columns of LINEAGE ON ({on})")
@@ -172,7 +187,7 @@ def impact(session, source: str, result: str | None, shown: int = IMPACT_SHOWN) 
     answer, said = _impact_frames(session, source, result)
     results = {}
     for name, frame in answer.items():
-        rows = [_affected(r) for r in frame.collect()]
+        rows = [{**a, "DL": value(a["DL"]), "values": value(a["values"])} for a in map(_affected, frame.collect())]
         columns = [c for c in frame.columns if c not in (ROW, DL)]
         results[name] = {"count": len(rows), "columns": columns, "rows": rows[:shown]}
     return {"source": source, "results": results, "warnings": said}

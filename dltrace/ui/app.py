@@ -17,7 +17,8 @@ import sys
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from starlette.applications import Starlette
@@ -78,8 +79,12 @@ class Explorer:
 
     def interrupt(self, tag: str) -> None:
         """Cancel the running Spark jobs of the request tagged ``tag`` (nothing before Spark started)."""
-        if self._spark is not None:
+        if self._spark is None:
+            return
+        if connected(self._spark):
             self._spark.interruptTag(tag)
+        else:
+            self._spark.sparkContext.cancelJobsWithTag(tag)
 
     def session(self, spark: bool) -> LineageSession:
         """The catalog opened for one request (its newest version, its results as on disk now)."""
@@ -92,6 +97,30 @@ class Explorer:
                 self.pages.popitem(last=False)
         self.pages.move_to_end(key)
         return self.pages[key]
+
+
+def connected(spark) -> bool:
+    """Whether ``spark`` is a Spark Connect session (else classic, with a SparkContext)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+@contextmanager
+def tagged(spark, tag: str) -> Iterator[None]:
+    """The Spark jobs this thread starts meanwhile carry ``tag``: Spark Connect's operation tag,
+    or on classic Spark the SparkContext's job tag (the session's own ``addTag`` does not reach
+    classic jobs: ``interruptTag`` finds none of them, Spark 4.0 to 4.3)."""
+    if connected(spark):
+        spark.addTag(tag)
+        try:
+            yield
+        finally:
+            spark.removeTag(tag)
+        return
+    spark.sparkContext.addJobTag(tag)
+    try:
+        yield
+    finally:
+        spark.sparkContext.removeJobTag(tag)
 
 
 def error_response(error: Exception) -> JSONResponse:
@@ -123,11 +152,8 @@ async def answer(request: Request, work: Callable[[LineageSession], object], spa
             if gone.is_set():
                 raise Cancelled
             session = explorer.session(spark=True)
-            session.spark.addTag(tag)
-            try:
+            with tagged(session.spark, tag):
                 return work(session)
-            finally:
-                session.spark.removeTag(tag)
 
     task = asyncio.ensure_future(run_in_threadpool(run))
     while not task.done():
