@@ -41,6 +41,8 @@ from dltrace.demo import DEMO_BAD_ROW, DEMO_PIPELINE  # noqa: E402
 from dltrace.ui.app import create_app  # noqa: E402
 from tests.conftest import free_port, tpch_copy  # noqa: E402
 
+expect.set_options(timeout=120_000)  # a first answer may wait for Spark
+
 
 @pytest.fixture(scope="module")
 def demo(tpch, tmp_path_factory):
@@ -78,7 +80,7 @@ def browser():
 def page(browser):
     context = browser.new_context(viewport={"width": 1280, "height": 820})
     page = context.new_page()
-    page.set_default_timeout(120_000)  # a first answer may wait for Spark
+    page.set_default_timeout(120_000)
     yield page
     context.close()
 
@@ -114,8 +116,11 @@ def test_a_result_then_why_one_of_its_rows(page, url, demo, shots):
         box = page.locator(f".source-table[data-table={table}]")
         expect(box.locator("h3")).to_have_text(f"{table}: {explained.ids[table]} rows")
         shown = [int(t) for t in box.locator("tbody tr td:first-child").all_inner_texts()]
-        assert shown == [r["_dl_id"] for r in frame.limit(50).collect()]
+        assert shown == [r["_dl_id"] for r in frame.limit(20).collect()]  # its first page
     page.screenshot(path=str(shots / "ui-why.png"), full_page=True)
+    page.locator(".source-table[data-table=orders] .pager button", has_text="next").click()
+    second = page.locator(".source-table[data-table=orders] tbody tr td:first-child")
+    expect(second.first).to_have_text(str(explained["orders"].collect()[20]["_dl_id"]))
 
 
 def test_an_impact_question_is_counted_and_highlighted(page, url, demo, shots):

@@ -164,6 +164,7 @@ async def answer(request: Request, work: Callable[[LineageSession], object], spa
                 await run_in_threadpool(explorer.interrupt, tag)
                 await asyncio.wait({task}, timeout=INTERRUPT_AGAIN)
             await asyncio.wait({task})
+            task.exception()  # retrieved: its end (the interruption) is nobody's answer
             return Response(status_code=499)  # nginx's "client closed request": nobody reads it
     try:
         result = task.result()

@@ -4,6 +4,7 @@
 
 const TOKEN = new URLSearchParams(location.search).get("token");
 const view = document.getElementById("view");
+const SOURCE_PAGE = 20; // source rows per table and page in the why view
 let inFlight = null; // the AbortController of the answers the current view waits for
 
 // ---- talking to the server: one line per error, a spinner and Cancel while it works ----
@@ -81,6 +82,11 @@ function el(tag, attrs, ...children) {
   return node;
 }
 
+function show(box, ...children) {
+  // box's children replaced, the absent (null) ones left out
+  box.replaceChildren(...children.flat().filter(c => c !== null && c !== undefined));
+}
+
 function text(value) {
   if (value === null || value === undefined) return "NULL";
   return typeof value === "object" ? JSON.stringify(value) : String(value);
@@ -132,7 +138,7 @@ function layout(graph) {
   const layers = [];
   graph.nodes.forEach(n => { (layers[depth[n.id]] = layers[depth[n.id]] || []).push(n); });
   const at = {};
-  const W = 190, H = 54, GAPX = 90, GAPY = 18;
+  const W = 240, H = 54, GAPX = 80, GAPY = 16;
   layers.forEach((layer, x) => layer.forEach((n, y) => { at[n.id] = {x: 10 + x * (W + GAPX), y: 10 + y * (H + GAPY)}; }));
   const height = 20 + Math.max(...layers.map(l => l.length)) * (H + GAPY);
   return {at, W, H, width: 20 + layers.length * (W + GAPX), height};
@@ -208,7 +214,7 @@ async function pipelineView(params) {
   const graphBox = el("div", {id: "graph-box"}, drawGraph(graph, null));
   const answerBox = el("div", {id: "impact-answer"});
   const staleList = Object.entries(graph.stale);
-  view.replaceChildren(
+  show(view, 
     el("h2", {}, "Pipeline"),
     el("p", {class: "note"}, "Tables ▤ → saved results ▣ and views ◇, each with what it reads. Click a result for its rows, a table to ask about its rows."),
     form, graphBox,
@@ -258,7 +264,7 @@ async function resultView(name, params) {
   const sizes = el("select", {id: "page-size"}, [100, 1000].map(n => el("option", {value: n, ...(n === limit ? {selected: ""} : {})}, `${n} per page`)));
   sizes.addEventListener("change", () => { location.hash = `#/result/${encodeURIComponent(name)}?offset=0&limit=${sizes.value}`; });
   const rows = page.rows.map(r => ({_row: r._row, ...r.values, __dl: r.dl}));
-  view.replaceChildren(
+  show(view, 
     el("h2", {}, `Result ${page.result}`, page.stale ? el("span", {class: "stale"}, ` — STALE: ${page.stale}`) : ""),
     el("div", {class: "pager"}, pager(page.total, offset, limit, go), sizes),
     rowsTable(["_row", ...page.columns], rows, {extra: [
@@ -285,7 +291,7 @@ async function whyView(name, row) {
       el("h3", {}, `${table}: ${granules.length} granules`),
       rowsTable([...answer.on, "rows"], granules.map(g => ({...g.values, rows: g.rows}))))));
   });
-  view.replaceChildren(
+  show(view, 
     el("h2", {}, `Why row ${row} of `, el("a", {href: `#/result/${encodeURIComponent(name)}`}, name)),
     el("h3", {}, "Summary"), summaryBox, sourcesBox, reasonsBox,
     el("h3", {}, "Its lineage on attribute values"), onForm, granulesBox);
@@ -295,13 +301,13 @@ async function whyView(name, row) {
     el("ol", {}, t.patterns.map(p => el("li", {}, el("span", {class: "pattern"}, p.predicate),
       ` recall ${(100 * p.recall).toFixed(1)}% (${p.lineage_rows} rows), precision ${(100 * p.precision).toFixed(1)}% (of ${p.table_rows} table rows)`))),
     el("p", {class: "note"}, `together they cover ${(100 * t.covered).toFixed(1)}% of its lineage rows`))));
-  const answer = await settle(api(`${base}/why`, "reading its source rows"));
+  const answer = await settle(api(`${base}/why?limit=${SOURCE_PAGE}`, "reading its source rows"));
   if (!answer) return;
-  sourcesBox.replaceChildren(
+  show(sourcesBox, 
     el("h3", {}, "Source rows"),
     el("p", {id: "ids"}, `DL: ${dlCounts(answer.ids)}`),
     answer.through.length ? el("p", {id: "through"}, "computed through saved results: ",
-      answer.through.map((r, i) => [i ? " ← " : "", el("a", {href: `#/result/${encodeURIComponent(r)}`}, r)])) : null,
+      answer.through.flatMap((r, i) => [i ? " ← " : "", el("a", {href: `#/result/${encodeURIComponent(r)}`}, r)])) : null,
     ...Object.entries(answer.tables).map(([table, page]) => sourceTable(base, table, page)));
   const reasons = await settle(api(`${base}/reasons`, "re-running its UDFs in reasoning mode"));
   if (reasons && reasons.reasons.length) reasonsBox.replaceChildren(el("h3", {}, "Reasons"),
@@ -313,11 +319,11 @@ function sourceTable(base, table, page) {
   const box = el("div", {class: "source-table", "data-table": table});
   const show = p => {
     const go = async offset => {
-      const next = await settle(api(`${base}/sources/${encodeURIComponent(table)}?offset=${offset}&limit=${p.rows.length || 50}`,
+      const next = await settle(api(`${base}/sources/${encodeURIComponent(table)}?offset=${offset}&limit=${SOURCE_PAGE}`,
                                     `reading ${table}`));
       if (next) show(next);
     };
-    box.replaceChildren(el("h3", {}, `${table}: ${p.total} rows`), pager(p.total, p.offset, Math.max(p.rows.length, 50), go),
+    box.replaceChildren(el("h3", {}, `${table}: ${p.total} rows`), pager(p.total, p.offset, SOURCE_PAGE, go),
       rowsTable(p.columns, p.rows, {extra: [["", r => el("button", {onclick: () => touched(table, r)}, "impact")]]}));
   };
   show(page);
