@@ -264,7 +264,7 @@ def test_a_request_whose_client_left_has_its_spark_jobs_interrupted(client, demo
     assert get(client, "/api/results/natrev", limit=1)["total"] == 25  # the lock is free again
 
 
-def test_a_result_saved_while_the_page_is_open_shows_in_the_next_answer(client, demo):
+def test_a_result_saved_while_the_page_is_open_shows_in_the_next_answer_and_its_stale_readers(client, demo):
     before = {n["id"] for n in get(client, "/api/pipeline")["nodes"]}
     assert "toporders" not in before
     demo.save(demo.sql("select o_orderkey, o_totalprice from orders order by o_totalprice desc limit 3"), "toporders")
@@ -273,8 +273,17 @@ def test_a_result_saved_while_the_page_is_open_shows_in_the_next_answer(client, 
         assert nodes["toporders"]["rows"] == 3
         page = get(client, "/api/results/toporders")
         assert [r["dl"] for r in page["rows"]] == [{"orders": 1}] * 3
+        demo.create_table("topkeys", "select o_orderkey from toporders")
         demo.save(demo.sql("select o_orderkey from orders order by o_totalprice desc limit 2"), "toporders")
         assert get(client, "/api/results/toporders")["total"] == 2  # a new save, not the page kept of the old
+        graph = get(client, "/api/pipeline")
+        stale = demo.stale_results()
+        assert graph["stale"] == stale and set(stale) == {"topkeys"} and "toporders" in stale["topkeys"]
+        assert {n["id"]: n["stale"] for n in graph["nodes"]}["topkeys"] == stale["topkeys"]
+        assert {"from": "toporders", "to": "topkeys"} in graph["edges"]
+        assert get(client, "/api/results/topkeys")["stale"] == stale["topkeys"]
     finally:
-        demo.drop_result("toporders")
+        for name in ("topkeys", "toporders"):
+            if demo.store.exists(name):
+                demo.drop_result(name)
     assert client.get("/api/results/toporders").status_code == 404

@@ -53,7 +53,8 @@ def browser_times(url: str, result: str, repeat: int) -> dict[str, float] | None
     """Medians of the page drawn in Chromium, or None when the browser tests' set-up is missing."""
     try:
         from tests.test_ui_browser import CHROMIUM, CHROMIUM_ARGS
-    except BaseException:  # noqa: BLE001 - pytest's skip (no Chromium or Playwright) is a BaseException
+    except BaseException as missing:  # noqa: BLE001 - pytest's skip (no Chromium or Playwright) is a BaseException
+        print(f"no browser times: {missing} (run from the repository's root)", file=sys.stderr)
         return None
     from playwright.sync_api import sync_playwright
 

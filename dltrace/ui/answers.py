@@ -98,19 +98,22 @@ def result_rows(session, name: str, offset: int, limit: int) -> dict:
 
     offset, limit = page_bounds(offset, limit)
     saved = session.store.get(name)
+    # result(name)'s rows without its ORDER BY (a sort is one more Spark job; the page is sorted here);
+    # first, as Spark's column functions need a running Spark
+    rows = session.store.lineage_rows(session.spark, saved)
     codes = F.transform(F.col(DL), lambda x: F.shiftright(x, ROW_BITS))
     per_code = F.transform(F.array_distinct(codes), lambda c: F.struct(
         c.alias("code"), F.size(F.filter(F.col(DL), lambda x: F.shiftright(x, ROW_BITS) == c)).alias("n")))
-    frame = (session.result(saved.name).where(F.col(ROW).between(offset, offset + limit - 1))
+    frame = (rows.where(F.col(ROW).between(offset, offset + limit - 1))
              .select(ROW, *[F.col(f"`{c}`") for c in saved.columns], per_code.alias("__dl_counts")))
-    rows = []
-    for row in frame.collect():
+    page = []
+    for row in sorted(frame.collect(), key=lambda r: r[ROW]):
         record = row.asDict(recursive=False)
         counts = sorted((c["code"], c["n"]) for c in record.pop("__dl_counts") or [])
-        rows.append({"_row": record.pop(ROW), "values": {k: value(v) for k, v in record.items()},
+        page.append({"_row": record.pop(ROW), "values": {k: value(v) for k, v in record.items()},
                      "dl": {session.catalog.table_of_code(code): n for code, n in counts}})
     return {"result": saved.name, "columns": list(saved.columns), "total": saved.rows, "offset": offset,
-            "limit": limit, "rows": rows, "stale": session.stale_results().get(saved.name)}
+            "limit": limit, "rows": page, "stale": session.stale_results().get(saved.name)}
 
 
 def why(session, name: str, row: int, limit: int) -> dict:
