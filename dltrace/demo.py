@@ -4,6 +4,7 @@ its lineage decoded back to the base rows' keys."""
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -93,7 +94,17 @@ What you just saw ({elapsed:.1f} s for Q3 on Spark):
       dltrace impact --source "{DEMO_BAD_ROW}"   # every saved result
 """
     )
+    print(f"Try next, in the browser: {ui_command(catalog)}   (pip install 'dltrace[ui]'; it prints the URL)")
     return 0
+
+
+def ui_command(catalog: str | None) -> str:
+    """The lineage explorer over the demo's catalog, as a command to type.
+
+    >>> ui_command(None), ui_command("/tmp/my catalog")
+    ('dltrace ui', "dltrace ui --catalog '/tmp/my catalog'")
+    """
+    return "dltrace ui" + (f" --catalog {shlex.quote(str(catalog))}" if catalog else "")
 
 
 def pipeline(session: LineageSession) -> None:

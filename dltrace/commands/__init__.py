@@ -18,9 +18,11 @@ from dltrace.commands import (
     server,
     sql,
     tables,
+    ui,
     views,
 )
 
-COMMANDS = (register, sql, rewrite, run, views, demo, impact, explain, results, lineage_sql, tables, server)
+COMMANDS = (register, sql, rewrite, run, views, demo, impact, explain, results, lineage_sql, tables, server,
+            ui)
 
 __all__ = ["COMMANDS"]

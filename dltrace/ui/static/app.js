@@ -1,0 +1,354 @@
+// The lineage explorer's page: plain JavaScript over the JSON API (dltrace/ui/app.py), no build step.
+// Views by the URL's hash: #/ (pipeline, impact), #/result/NAME, #/why/NAME/ROW.
+"use strict";
+
+const TOKEN = new URLSearchParams(location.search).get("token");
+const view = document.getElementById("view");
+const SOURCE_PAGE = 20; // source rows per table and page in the why view
+let inFlight = null; // the AbortController of the answers the current view waits for
+
+// ---- talking to the server: one line per error, a spinner and Cancel while it works ----
+
+function showError(message) {
+  const box = document.getElementById("error");
+  box.textContent = message ? String(message).split("\n")[0] : "";
+  box.title = box.textContent;
+  box.style.display = message ? "block" : "none";
+}
+
+let busyCount = 0, busyStarted = 0, busyTimer = null;
+function busy(on, what) {
+  busyCount += on ? 1 : -1;
+  const box = document.getElementById("busy");
+  if (busyCount > 0 && !busyTimer) {
+    busyStarted = Date.now();
+    box.style.display = "flex";
+    busyTimer = setInterval(() => {
+      document.getElementById("busy-text").textContent =
+        `${what || "working"}… ${((Date.now() - busyStarted) / 1000).toFixed(1)} s`;
+    }, 100);
+  } else if (busyCount <= 0) {
+    busyCount = 0;
+    clearInterval(busyTimer);
+    busyTimer = null;
+    box.style.display = "none";
+  }
+}
+
+document.getElementById("cancel").addEventListener("click", () => {
+  if (inFlight) inFlight.abort();
+  inFlight = null;
+  showError("cancelled: the server stopped its Spark work for it");
+});
+
+function withToken(path) {
+  return TOKEN ? path + (path.includes("?") ? "&" : "?") + "token=" + encodeURIComponent(TOKEN) : path;
+}
+
+async function api(path, what) {
+  if (!inFlight) inFlight = new AbortController();
+  const signal = inFlight.signal;
+  busy(true, what);
+  try {
+    const headers = TOKEN ? {"X-Dltrace-Token": TOKEN} : {};
+    const response = await fetch(path, {headers, signal});
+    const text = await response.text();
+    let body;
+    try { body = JSON.parse(text); } catch (e) { body = {error: `${response.status} ${response.statusText}`}; }
+    if (!response.ok) throw new Error(body.error || `${response.status} ${response.statusText}`);
+    return body;
+  } finally {
+    busy(false);
+  }
+}
+
+function settle(promise) {
+  // an answer's failure as the one error line (a cancel is said by the Cancel button)
+  return promise.catch(error => { if (error.name !== "AbortError") showError(error.message); return null; });
+}
+
+// ---- small DOM helpers ----
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === "onclick") node.addEventListener("click", v);
+    else if (k === "class") node.className = v;
+    else node.setAttribute(k, v);
+  }
+  for (const child of children.flat()) {
+    if (child !== null && child !== undefined) node.append(child instanceof Node ? child : String(child));
+  }
+  return node;
+}
+
+function show(box, ...children) {
+  // box's children replaced, the absent (null) ones left out
+  box.replaceChildren(...children.flat().filter(c => c !== null && c !== undefined));
+}
+
+function text(value) {
+  if (value === null || value === undefined) return "NULL";
+  return typeof value === "object" ? JSON.stringify(value) : String(value);
+}
+
+function dlCounts(counts) {
+  const parts = Object.entries(counts || {}).map(([t, n]) => `${t} ${n}`);
+  const total = Object.values(counts || {}).reduce((a, b) => a + b, 0);
+  return total ? `${total} ids: ${parts.join(", ")}` : "∅";
+}
+
+function rowsTable(columns, rows, options) {
+  // rows: list of objects; options.extra: [header, (row) => cell]; options.onRow: click handler
+  const extra = (options && options.extra) || [];
+  const head = el("tr", {}, columns.map(c => el("th", {}, c)), extra.map(([h]) => el("th", {}, h)));
+  const body = rows.map(row => {
+    const tr = el("tr", options && options.onRow ? {class: "clickable"} : {},
+      columns.map(c => el("td", {}, text(row[c]))), extra.map(([, cell]) => el("td", {}, cell(row))));
+    if (options && options.onRow) tr.addEventListener("click", () => options.onRow(row));
+    return tr;
+  });
+  return el("table", {class: "rows"}, el("thead", {}, head), el("tbody", {}, body));
+}
+
+function pager(total, offset, limit, go) {
+  const last = Math.min(total, offset + limit);
+  return el("div", {class: "pager"},
+    el("button", {onclick: () => go(Math.max(0, offset - limit)), ...(offset === 0 ? {disabled: ""} : {})}, "◀ previous"),
+    el("span", {}, total ? `rows ${offset + 1}–${last} of ${total}` : "no rows"),
+    el("button", {onclick: () => go(offset + limit), ...(last >= total ? {disabled: ""} : {})}, "next ▶"));
+}
+
+// ---- the pipeline view: the graph, its stale marks, and impact questions highlighted on it ----
+
+function layout(graph) {
+  // layers by longest path from a source; nodes of a layer in name order
+  const inputs = {};
+  graph.nodes.forEach(n => { inputs[n.id] = []; });
+  graph.edges.forEach(e => { if (inputs[e.to] && inputs[e.from]) inputs[e.to].push(e.from); });
+  const depth = {};
+  const depthOf = (id, seen) => {
+    if (depth[id] !== undefined) return depth[id];
+    if (seen.has(id)) return 0;
+    seen.add(id);
+    depth[id] = inputs[id].length ? 1 + Math.max(...inputs[id].map(i => depthOf(i, seen))) : 0;
+    return depth[id];
+  };
+  graph.nodes.forEach(n => depthOf(n.id, new Set()));
+  const layers = [];
+  graph.nodes.forEach(n => { (layers[depth[n.id]] = layers[depth[n.id]] || []).push(n); });
+  const at = {};
+  const W = 240, H = 54, GAPX = 80, GAPY = 16;
+  layers.forEach((layer, x) => layer.forEach((n, y) => { at[n.id] = {x: 10 + x * (W + GAPX), y: 10 + y * (H + GAPY)}; }));
+  const height = 20 + Math.max(...layers.map(l => l.length)) * (H + GAPY);
+  return {at, W, H, width: 20 + layers.length * (W + GAPX), height};
+}
+
+function nodeLabel(n) {
+  if (n.kind === "table") return `${n.rows} rows · v${n.version}`;
+  if (n.kind === "result") return `${n.rows} rows · saved ${new Date(n.created_at * 1000).toISOString().slice(0, 16).replace("T", " ")}`;
+  return "view";
+}
+
+function drawGraph(graph, hits) {
+  const NS = "http://www.w3.org/2000/svg";
+  const {at, W, H, width, height} = layout(graph);
+  const svg = document.createElementNS(NS, "svg");
+  svg.setAttribute("width", width);
+  svg.setAttribute("height", height);
+  svg.setAttribute("id", "graph");
+  const make = (tag, attrs, parent) => {
+    const node = document.createElementNS(NS, tag);
+    for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
+    parent.append(node);
+    return node;
+  };
+  for (const e of graph.edges) {
+    const a = at[e.from], b = at[e.to];
+    if (!a || !b) continue;
+    const x1 = a.x + W, y1 = a.y + H / 2, x2 = b.x, y2 = b.y + H / 2, mid = (x1 + x2) / 2;
+    make("path", {class: "edge", d: `M${x1},${y1} C${mid},${y1} ${mid},${y2} ${x2},${y2}`}, svg);
+  }
+  for (const n of graph.nodes) {
+    const p = at[n.id];
+    const hit = hits && hits[n.id] !== undefined && hits[n.id] > 0;
+    const g = make("g", {class: `node ${n.kind}${n.stale ? " stale" : ""}${hit ? " hit" : ""}`,
+                         transform: `translate(${p.x},${p.y})`, "data-name": n.id}, svg);
+    make("rect", {width: W, height: H}, g);
+    make("text", {x: 8, y: 18, "font-weight": 600}, g).textContent = `${n.kind === "result" ? "▣" : n.kind === "view" ? "◇" : "▤"} ${n.id}`;
+    make("text", {x: 8, y: 34}, g).textContent = nodeLabel(n);
+    if (n.stale) make("text", {x: 8, y: 49, class: "stale"}, g).textContent = "STALE";
+    if (hits && hits[n.id] !== undefined) {
+      make("text", {x: W - 8, y: 18, "text-anchor": "end", class: "badge"}, g).textContent = `${hits[n.id]} hit`;
+    }
+    make("title", {}, g).textContent = n.stale ? `${n.id}: stale: ${n.stale}` : (n.query || n.source || n.id);
+    g.addEventListener("click", () => {
+      if (n.kind === "result") location.hash = `#/result/${encodeURIComponent(n.id)}`;
+      else if (n.kind === "table") {
+        const input = document.getElementById("source");
+        input.value = `${n.id} WHERE ${(n.key || [n.columns[0]])[0]} = `;
+        input.focus();
+      }
+    });
+  }
+  return svg;
+}
+
+async function pipelineView(params) {
+  const graph = await settle(api("/api/pipeline", "reading the catalog"));
+  if (!graph) return;
+  document.getElementById("catalog").textContent = `${graph.catalog} · catalog version ${graph.version}`;
+  const results = graph.nodes.filter(n => n.kind === "result");
+  const source = el("input", {type: "text", id: "source", placeholder: "orders WHERE o_orderkey = 1",
+                              value: params.get("source") || ""});
+  const only = el("select", {id: "impact-result"}, el("option", {value: ""}, "every saved result"),
+    results.map(r => el("option", {value: r.id, ...(params.get("result") === r.id ? {selected: ""} : {})}, r.id)));
+  const form = el("form", {class: "impact"}, el("b", {}, "What did this source row touch?"), source, only,
+                  el("button", {type: "submit", id: "impact-run"}, "Impact"));
+  form.addEventListener("submit", event => {
+    event.preventDefault();
+    const query = new URLSearchParams({source: source.value});
+    if (only.value) query.set("result", only.value);
+    location.hash = `#/?${query}`;
+  });
+  const graphBox = el("div", {id: "graph-box"}, drawGraph(graph, null));
+  const answerBox = el("div", {id: "impact-answer"});
+  const staleList = Object.entries(graph.stale);
+  show(view, 
+    el("h2", {}, "Pipeline"),
+    el("p", {class: "note"}, "Tables ▤ → saved results ▣ and views ◇, each with what it reads. Click a result for its rows, a table to ask about its rows."),
+    form, graphBox,
+    staleList.length ? el("div", {id: "stale"}, el("h3", {}, "Stale results"),
+      el("ul", {}, staleList.map(([n, why]) => el("li", {class: "stale"}, el("b", {}, n), ": ", why)))) : null,
+    answerBox,
+    el("h3", {}, "Nodes"),
+    rowsTable(["name", "kind", "rows", "version or save", "status"], graph.nodes.map(n => ({
+      name: n.id, kind: n.kind, rows: n.rows ?? "", status: n.stale ? `STALE: ${n.stale}` : (n.kind === "view" ? "" : "current"),
+      "version or save": n.kind === "table" ? `v${n.version}` : n.kind === "result" ? n.stamp : ""})),
+      {onRow: r => { if (r.kind === "result") location.hash = `#/result/${encodeURIComponent(r.name)}`; }}));
+  if (params.get("source")) {
+    const answer = await settle(api(`/api/impact?${params}`, "tracing the source rows forward"));
+    if (!answer) return;
+    const hits = Object.fromEntries(Object.entries(answer.results).map(([n, r]) => [n, r.count]));
+    graphBox.replaceChildren(drawGraph(graph, hits));
+    answerBox.replaceChildren(impactAnswer(answer, params));
+  }
+}
+
+function impactAnswer(answer, params) {
+  const exportLink = fmt => {
+    const query = new URLSearchParams(params);
+    query.set("format", fmt);
+    return el("a", {href: withToken(`/api/impact/export?${query}`), id: `export-${fmt}`, download: ""}, fmt.toUpperCase());
+  };
+  const sections = Object.entries(answer.results).map(([name, r]) => el("div", {class: "impact-result", "data-result": name},
+    el("h3", {}, `${name}: ${r.count} affected rows`, r.rows.length < r.count ? ` (first ${r.rows.length}; the export has them all)` : ""),
+    r.rows.length ? rowsTable(["_row", ...r.columns], r.rows.map(a => ({_row: a._row, ...a.values, DL: a.DL})), {
+      extra: [["DL (bad ids)", a => a.DL.join(" ")], ["", a => el("button", {onclick: ev => {
+        ev.stopPropagation(); location.hash = `#/why/${encodeURIComponent(name)}/${a._row}`; }}, "why")]]}) : null));
+  return el("div", {},
+    el("h2", {}, `Impact of ${answer.source}`),
+    answer.warnings.map(w => el("p", {class: "note warning"}, "warning: ", w)),
+    el("p", {}, "Export: ", exportLink("csv"), " · ", exportLink("json")),
+    sections.length ? sections : el("p", {}, "No saved result's lineage reaches this table."));
+}
+
+// ---- a result's rows: paged, DL as counts per table, a why action ----
+
+async function resultView(name, params) {
+  const offset = Number(params.get("offset") || 0), limit = Number(params.get("limit") || 100);
+  const page = await settle(api(`/api/results/${encodeURIComponent(name)}?offset=${offset}&limit=${limit}`,
+                                `reading ${name}`));
+  if (!page) return;
+  const go = o => { location.hash = `#/result/${encodeURIComponent(name)}?offset=${o}&limit=${limit}`; };
+  const sizes = el("select", {id: "page-size"}, [100, 1000].map(n => el("option", {value: n, ...(n === limit ? {selected: ""} : {})}, `${n} per page`)));
+  sizes.addEventListener("change", () => { location.hash = `#/result/${encodeURIComponent(name)}?offset=0&limit=${sizes.value}`; });
+  const rows = page.rows.map(r => ({_row: r._row, ...r.values, __dl: r.dl}));
+  show(view, 
+    el("h2", {}, `Result ${page.result}`, page.stale ? el("span", {class: "stale"}, ` — STALE: ${page.stale}`) : ""),
+    el("div", {class: "pager"}, pager(page.total, offset, limit, go), sizes),
+    rowsTable(["_row", ...page.columns], rows, {extra: [
+      ["DL", r => el("span", {class: "dl"}, dlCounts(r.__dl))],
+      ["", r => el("button", {class: "why", onclick: ev => {
+        ev.stopPropagation(); location.hash = `#/why/${encodeURIComponent(name)}/${r._row}`; }}, "why")]]}));
+}
+
+// ---- why this row: its summary first, then its source rows per table, the results it went
+// through, its UDFs' reasons, and its lineage on attribute values (LINEAGE ON) ----
+
+async function whyView(name, row) {
+  const base = `/api/results/${encodeURIComponent(name)}/${encodeURIComponent(row)}`;
+  const summaryBox = el("div", {id: "summary"}, el("p", {class: "note"}, "summarizing…"));
+  const sourcesBox = el("div", {id: "sources"});
+  const reasonsBox = el("div", {id: "reasons"});
+  const granulesBox = el("div", {id: "granules"});
+  const on = el("input", {type: "text", id: "lineage-on", placeholder: "year(o_orderdate), o_orderpriority"});
+  const onForm = el("form", {class: "impact"}, el("b", {}, "LINEAGE ON"), on, el("button", {type: "submit"}, "Group"));
+  onForm.addEventListener("submit", async event => {
+    event.preventDefault();
+    const answer = await settle(api(`${base}/granules?on=${encodeURIComponent(on.value)}`, "grouping the source rows"));
+    if (answer) granulesBox.replaceChildren(...Object.entries(answer.tables).map(([table, granules]) => el("div", {},
+      el("h3", {}, `${table}: ${granules.length} granules`),
+      rowsTable([...answer.on, "rows"], granules.map(g => ({...g.values, rows: g.rows}))))));
+  });
+  show(view, 
+    el("h2", {}, `Why row ${row} of `, el("a", {href: `#/result/${encodeURIComponent(name)}`}, name)),
+    el("h3", {}, "Summary"), summaryBox, sourcesBox, reasonsBox,
+    el("h3", {}, "Its lineage on attribute values"), onForm, granulesBox);
+  const summary = await settle(api(`${base}/summary`, "summarizing its lineage"));
+  if (summary) summaryBox.replaceChildren(...summary.tables.map(t => el("div", {class: "summary-table"},
+    el("p", {}, el("b", {}, t.table), `: ${t.lineage_rows} of its ${t.table_rows} rows`),
+    el("ol", {}, t.patterns.map(p => el("li", {}, el("span", {class: "pattern"}, p.predicate),
+      ` recall ${(100 * p.recall).toFixed(1)}% (${p.lineage_rows} rows), precision ${(100 * p.precision).toFixed(1)}% (of ${p.table_rows} table rows)`))),
+    el("p", {class: "note"}, `together they cover ${(100 * t.covered).toFixed(1)}% of its lineage rows`))));
+  const answer = await settle(api(`${base}/why?limit=${SOURCE_PAGE}`, "reading its source rows"));
+  if (!answer) return;
+  show(sourcesBox, 
+    el("h3", {}, "Source rows"),
+    el("p", {id: "ids"}, `DL: ${dlCounts(answer.ids)}`),
+    answer.through.length ? el("p", {id: "through"}, "computed through saved results: ",
+      answer.through.flatMap((r, i) => [i ? " ← " : "", el("a", {href: `#/result/${encodeURIComponent(r)}`}, r)])) : null,
+    ...Object.entries(answer.tables).map(([table, page]) => sourceTable(base, table, page)));
+  const reasons = await settle(api(`${base}/reasons`, "re-running its UDFs in reasoning mode"));
+  if (reasons && reasons.reasons.length) reasonsBox.replaceChildren(el("h3", {}, "Reasons"),
+    ...reasons.reasons.map(r => el("div", {}, el("p", {}, `${r.call}: ${r.invocations} invocations on its lineage`),
+                                   rowsTable(r.columns, r.rows))));
+}
+
+function sourceTable(base, table, page) {
+  const box = el("div", {class: "source-table", "data-table": table});
+  const show = p => {
+    const go = async offset => {
+      const next = await settle(api(`${base}/sources/${encodeURIComponent(table)}?offset=${offset}&limit=${SOURCE_PAGE}`,
+                                    `reading ${table}`));
+      if (next) show(next);
+    };
+    box.replaceChildren(el("h3", {}, `${table}: ${p.total} rows`), pager(p.total, p.offset, SOURCE_PAGE, go),
+      rowsTable(p.columns, p.rows, {extra: [["", r => el("button", {onclick: () => touched(table, r)}, "impact")]]}));
+  };
+  show(page);
+  return box;
+}
+
+function touched(table, row) {
+  // what did this source row touch: its id as the impact source
+  location.hash = `#/?${new URLSearchParams({source: `${table} WHERE _dl_id = ${row._dl_id}`})}`;
+}
+
+// ---- routing ----
+
+async function route() {
+  if (inFlight) inFlight.abort(); // a view left stops waiting for its answers
+  inFlight = null;
+  showError("");
+  const hash = location.hash.replace(/^#/, "") || "/";
+  const [path, query] = hash.split("?");
+  const params = new URLSearchParams(query || "");
+  const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
+  if (parts[0] === "result" && parts[1]) return resultView(parts[1], params);
+  if (parts[0] === "why" && parts[1] && parts[2] !== undefined) return whyView(parts[1], parts[2]);
+  return pipelineView(params);
+}
+
+window.addEventListener("hashchange", route);
+route();

@@ -1,0 +1,153 @@
+"""The lineage explorer's page in a real headless Chromium (Debian's, driven by Playwright), on the
+demo's two-step pipeline: the pipeline view, a result's rows, why a row (source rows checked
+against ``explain``), an impact question (counts checked against ``impact``) and bad input as one
+line.  Skipped, in one line naming it, when Chromium or Playwright is missing (.ci/run installs
+both).  ``DLTRACE_UI_SCREENSHOTS=docs`` writes the screenshots the README shows."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = os.environ.get("DLTRACE_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def missing() -> str | None:
+    """What the browser tests need and this machine lacks, in one line."""
+    for module, install in (("playwright", "pip install playwright"), ("starlette", "pip install 'dltrace[ui]'"),
+                            ("uvicorn", "pip install 'dltrace[ui]'")):
+        if importlib.util.find_spec(module) is None:
+            return f"browser tests: {module} is missing ({install})"
+    if not Path(CHROMIUM).exists():
+        return f"browser tests: Chromium is missing at {CHROMIUM} (apt-get install chromium)"
+    return None
+
+
+if missing():
+    pytest.skip(missing(), allow_module_level=True)
+
+import uvicorn  # noqa: E402
+from playwright.sync_api import expect, sync_playwright  # noqa: E402
+
+from dltrace.demo import DEMO_BAD_ROW, DEMO_PIPELINE  # noqa: E402
+from dltrace.ui.app import create_app  # noqa: E402
+from tests.conftest import free_port, tpch_copy  # noqa: E402
+
+expect.set_options(timeout=120_000)  # a first answer may wait for Spark
+
+
+@pytest.fixture(scope="module")
+def demo(tpch, tmp_path_factory):
+    session = tpch_copy(tpch, tmp_path_factory, "ui-browser")
+    session.run_script(DEMO_PIPELINE)
+    return session
+
+
+@pytest.fixture(scope="module")
+def url(demo):
+    """The explorer served by uvicorn in a thread of this process, on the tests' Spark."""
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(create_app(demo.catalog.directory, spark=demo.spark), host="127.0.0.1",
+                                           port=port, log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}/"
+    server.should_exit = True
+    thread.join(10)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 820})
+    page = context.new_page()
+    page.set_default_timeout(120_000)
+    yield page
+    context.close()
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory) -> Path:
+    return Path(os.environ.get("DLTRACE_UI_SCREENSHOTS") or tmp_path_factory.mktemp("ui-screenshots"))
+
+
+def test_the_pipeline_view_shows_tables_results_and_inputs(page, url, demo, shots):
+    page.goto(url)
+    expect(page.locator("svg#graph g.node")).to_have_count(len(demo.catalog.tables) + 2)
+    for name in ("custrev", "natrev"):
+        expect(page.locator(f"svg#graph g.node.result[data-name={name}]")).to_be_visible()
+    assert page.locator("svg#graph path.edge").count() >= 4
+    expect(page.locator("#catalog")).to_contain_text(str(demo.catalog.directory))
+    page.screenshot(path=str(shots / "ui-pipeline.png"), full_page=True)
+
+
+def test_a_result_then_why_one_of_its_rows(page, url, demo, shots):
+    page.goto(url)
+    page.locator("svg#graph g.node[data-name=natrev]").click()
+    rows = page.locator("table.rows tbody tr")
+    expect(rows).to_have_count(demo.saved_results()["natrev"].rows)
+    expect(rows.first).to_contain_text("ids:")
+    page.screenshot(path=str(shots / "ui-result.png"), full_page=True)
+    rows.first.locator("button.why").click()
+    expect(page.locator("#summary .summary-table").first).to_be_visible()
+    expect(page.locator("#through")).to_contain_text("custrev")
+    explained = demo.explain("natrev", 0)
+    expect(page.locator(".source-table")).to_have_count(len(explained))
+    for table, frame in explained.items():
+        box = page.locator(f".source-table[data-table={table}]")
+        expect(box.locator("h3")).to_have_text(f"{table}: {explained.ids[table]} rows")
+        shown = [int(t) for t in box.locator("tbody tr td:first-child").all_inner_texts()]
+        assert shown == [r["_dl_id"] for r in frame.limit(20).collect()]  # its first page
+    page.screenshot(path=str(shots / "ui-why.png"), full_page=True)
+    page.locator(".source-table[data-table=orders] .pager button", has_text="next").click()
+    second = page.locator(".source-table[data-table=orders] tbody tr td:first-child")
+    expect(second.first).to_have_text(str(explained["orders"].collect()[20]["_dl_id"]))
+
+
+def test_an_impact_question_is_counted_and_highlighted(page, url, demo, shots):
+    page.goto(url)
+    page.fill("#source", DEMO_BAD_ROW)
+    page.click("#impact-run")
+    expected = {name: frame.count() for name, frame in demo.impact(DEMO_BAD_ROW).items()}
+    for name, count in expected.items():
+        expect(page.locator(f".impact-result[data-result={name}] h3")).to_contain_text(f"{name}: {count} affected rows")
+        expect(page.locator(f"svg#graph g.node.hit[data-name={name}]")).to_contain_text(f"{count} hit")
+    expect(page.locator("svg#graph g.node.hit")).to_have_count(sum(1 for c in expected.values() if c))
+    with page.expect_download() as download:
+        page.click("#export-csv")
+    assert len(Path(download.value.path()).read_text().splitlines()) == 1 + sum(expected.values())
+    page.screenshot(path=str(shots / "ui-impact.png"), full_page=True)
+
+
+def test_bad_input_is_one_line_in_the_page(page, url, shots):
+    page.goto(url)
+    page.fill("#source", "orders WHERE nosuch = 1")
+    page.click("#impact-run")
+    error = page.locator("#error")
+    expect(error).to_be_visible()
+    expect(error).to_contain_text("no column nosuch")
+    assert "\n" not in error.inner_text() and error.evaluate("e => e.getClientRects().length") == 1
+    box = error.bounding_box()
+    assert box is not None and box["height"] < 40  # one line, not a stack trace
+    page.screenshot(path=str(shots / "ui-error.png"))
+    page.goto(url + "#/result/nosuch")
+    expect(error).to_contain_text("no saved result 'nosuch'")
