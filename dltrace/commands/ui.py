@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     listening = bound(args.host, args.port)
     port = listening.getsockname()[1]
     print(f"dltrace ui: the lineage explorer of {directory} at {url(args.host, port, token)}", flush=True)
-    print("dltrace ui: Ctrl-C stops it; it reads the catalog, never writes it", flush=True)
+    print("dltrace ui: Ctrl-C stops it; it never saves, drops or registers anything", flush=True)
     threading.Thread(target=app.state.explorer.warm_up, daemon=True).start()  # Spark starts meanwhile
     uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off")).run(sockets=[listening])
     return 0
