@@ -27,6 +27,7 @@ import json
 import os
 import secrets
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -50,7 +51,26 @@ def state_dir() -> Path:
     directory = Path(os.environ.get("DLTRACE_SERVER_DIR")
                      or Path(tempfile.gettempdir()) / f"dltrace-{os.getuid()}" / "server")
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    check_private(directory)
     return directory
+
+
+def check_private(directory: Path) -> None:
+    """The state directory must be this user's alone, and its parent must not let others
+    swap it: in a shared /tmp, another user could have made it first, and a state of theirs
+    would send this user's commands (and the token) to their server."""
+    mine = os.getuid()
+    found = directory.stat()
+    if found.st_uid != mine:
+        raise DltraceError(f"{directory} belongs to another user: the server's state must be yours alone "
+                           f"(set DLTRACE_SERVER_DIR to a directory of yours)")
+    if found.st_mode & 0o077:
+        directory.chmod(0o700)
+    parent = directory.parent.stat()
+    shared = parent.st_mode & 0o022 and not parent.st_mode & stat.S_ISVTX  # others may rename entries in it
+    if parent.st_uid not in (0, mine) or shared:
+        raise DltraceError(f"{directory.parent} is writable by others: the server's state must be where only you "
+                           f"can change it (set DLTRACE_SERVER_DIR to a directory of yours)")
 
 
 def mode() -> str:

@@ -21,6 +21,7 @@ import pytest
 
 from dltrace import __version__, server
 from dltrace.cli import main
+from dltrace.errors import DltraceError
 from tests.test_cluster import COMMANDS, environment
 
 pytestmark = pytest.mark.spark
@@ -146,6 +147,26 @@ def test_a_dead_servers_state_is_dropped(tmp_path, monkeypatch) -> None:
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     (tmp_path / "state.json").write_text(json.dumps({"pid": int(gone.stdout), "url": "sc://127.0.0.1:1"}))
     assert server.read_state() is None and not (tmp_path / "state.json").exists()
+
+
+def test_the_state_directory_is_private(tmp_path, monkeypatch) -> None:
+    """Another user's directory, or one in a parent others may rename in, is refused."""
+    directory = tmp_path / "mine"
+    monkeypatch.setenv("DLTRACE_SERVER_DIR", str(directory))
+    directory.mkdir(mode=0o777)
+    directory.chmod(0o777)
+    server.state_dir()
+    assert directory.stat().st_mode & 0o777 == 0o700  # made private again
+    tmp_path.chmod(0o777)  # writable by others, no sticky bit
+    with pytest.raises(DltraceError, match="is writable by others"):
+        server.state_dir()
+    tmp_path.chmod(0o1777)  # as /tmp: others cannot rename what is not theirs
+    server.state_dir()
+    tmp_path.chmod(0o700)
+    if os.getuid() == 0:  # only root can give a directory to another user
+        os.chown(directory, 12345, 12345)
+        with pytest.raises(DltraceError, match="belongs to another user"):
+            server.state_dir()
 
 
 @pytest.mark.parametrize(("args", "env", "line"), [
