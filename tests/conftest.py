@@ -108,6 +108,15 @@ def tpch_copy(tpch: LineageSession, tmp_path_factory, name: str) -> LineageSessi
     return LineageSession(directory, spark=tpch.spark)
 
 
+def demo_copy(tpch, tmp_path_factory, name: str):
+    """A copy of the ``tpch`` catalog with the demo's saved steps custrev and natrev."""
+    from dltrace.demo import DEMO_PIPELINE
+
+    session = tpch_copy(tpch, tmp_path_factory, name)
+    session.run_script(DEMO_PIPELINE)
+    return session
+
+
 @contextmanager
 def stored_before_positions(session: LineageSession, name: str, metadata_format: int = 4,
                             without: tuple[str, ...] = ()) -> Iterator[None]:

@@ -22,18 +22,16 @@ pytest.importorskip("httpx", reason="Starlette's TestClient needs httpx (pip ins
 
 from starlette.testclient import TestClient
 
-from dltrace.demo import DEMO_BAD_ROW, DEMO_PIPELINE
+from dltrace.demo import DEMO_BAD_ROW
 from dltrace.ids import ROW_BITS
 from dltrace.ui.app import create_app
-from tests.conftest import tpch_copy
+from tests.conftest import demo_copy
 
 
 @pytest.fixture(scope="module")
 def demo(tpch, tmp_path_factory):
     """The demo catalog: TPC-H SF 0.01 and the saved steps custrev and natrev."""
-    session = tpch_copy(tpch, tmp_path_factory, "ui-demo")
-    session.run_script(DEMO_PIPELINE)
-    return session
+    return demo_copy(tpch, tmp_path_factory, "ui-demo")
 
 
 @pytest.fixture(scope="module")

@@ -37,18 +37,16 @@ if missing():
 import uvicorn  # noqa: E402
 from playwright.sync_api import expect, sync_playwright  # noqa: E402
 
-from dltrace.demo import DEMO_BAD_ROW, DEMO_PIPELINE  # noqa: E402
+from dltrace.demo import DEMO_BAD_ROW  # noqa: E402
 from dltrace.ui.app import create_app  # noqa: E402
-from tests.conftest import free_port, tpch_copy  # noqa: E402
+from tests.conftest import demo_copy, free_port  # noqa: E402
 
 expect.set_options(timeout=120_000)  # a first answer may wait for Spark
 
 
 @pytest.fixture(scope="module")
 def demo(tpch, tmp_path_factory):
-    session = tpch_copy(tpch, tmp_path_factory, "ui-browser")
-    session.run_script(DEMO_PIPELINE)
-    return session
+    return demo_copy(tpch, tmp_path_factory, "ui-browser")
 
 
 @pytest.fixture(scope="module")

@@ -45,19 +45,25 @@ def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+def medians(label: str, catalog: Path, repeat: int, commands: dict[str, list[str]], env: dict[str, str]) -> dict:
+    """Each command's median time over ``repeat`` runs in ``env``."""
+    found = {}
+    for name, args in commands.items():
+        times = []
+        for run in range(repeat):
+            times.append(timed([*args, "--catalog", str(catalog)], env))
+            log(f"{label} {name} {run + 1}/{repeat}: {times[-1]:.1f} s")
+        found[name] = statistics.median(times)
+    return found
+
+
 def measure(catalog: Path, repeat: int, commands: dict[str, list[str]]) -> tuple[dict, dict, float, float]:
     """(cold medians, warm medians, the server's start, the first warm command) in seconds."""
     base = {k: v for k, v in os.environ.items() if k not in ("SPARK_REMOTE", "SPARK_MASTER", "DLTRACE_SERVER")}
     with tempfile.TemporaryDirectory(prefix="dltrace-warm-") as directory:
         cold_env = {**base, "DLTRACE_SERVER": "off"}
         warm_env = {**base, "DLTRACE_SERVER_DIR": directory}
-        cold, warm = {}, {}
-        for name, args in commands.items():
-            times = []
-            for run in range(repeat):
-                times.append(timed([*args, "--catalog", str(catalog)], cold_env))
-                log(f"cold {name} {run + 1}/{repeat}: {times[-1]:.1f} s")
-            cold[name] = statistics.median(times)
+        cold = medians("cold", catalog, repeat, commands, cold_env)
         server = [sys.executable, "-m", "dltrace", "server"]
         started = time.perf_counter()
         subprocess.run([*server, "start"], env=warm_env, check=True, capture_output=True)
@@ -67,12 +73,7 @@ def measure(catalog: Path, repeat: int, commands: dict[str, list[str]]) -> tuple
             first_args = next(iter(commands.values()))
             first = timed([*first_args, "--catalog", str(catalog)], warm_env)
             log(f"first warm command: {first:.1f} s")
-            for name, args in commands.items():
-                times = []
-                for run in range(repeat):
-                    times.append(timed([*args, "--catalog", str(catalog)], warm_env))
-                    log(f"warm {name} {run + 1}/{repeat}: {times[-1]:.1f} s")
-                warm[name] = statistics.median(times)
+            warm = medians("warm", catalog, repeat, commands, warm_env)
         finally:
             subprocess.run([*server, "stop"], env=warm_env, capture_output=True)
     return cold, warm, start, first
