@@ -73,6 +73,19 @@ def pytest_collection_modifyitems(config, items) -> None:
             item.add_marker(pytest.mark.spark)
 
 
+SPARK_CHOICE = ("SPARK_REMOTE", "SPARK_MASTER", "SPARK_API_MODE", "SPARK_CONNECT_AUTHENTICATE_TOKEN")
+
+
+@pytest.fixture(autouse=True)
+def spark_choice_unchanged() -> Iterator[None]:
+    """A test that leaves ``SPARK_REMOTE`` (or another choice of Spark) set fails itself, not
+    the tests after it, whose sessions and subprocesses would go to a server that is gone."""
+    before = {name: os.environ.get(name) for name in SPARK_CHOICE}
+    yield
+    after = {name: os.environ.get(name) for name in SPARK_CHOICE}
+    assert after == before, f"the test left the choice of Spark changed: {before} -> {after}"
+
+
 @pytest.fixture(scope="session")
 def spark():
     return get_spark("local[2]", {"spark.sql.shuffle.partitions": "4", "spark.driver.memory": "3g"})

@@ -126,8 +126,9 @@ def test_auto_starts_it_and_idleness_stops_it(tmp_path_factory) -> None:
 def test_a_server_of_another_dltrace_is_not_used(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("DLTRACE_SERVER_DIR", str(tmp_path))
     monkeypatch.setenv("DLTRACE_SERVER", "on")
-    monkeypatch.delenv("SPARK_REMOTE", raising=False)
-    monkeypatch.delenv("SPARK_MASTER", raising=False)
+    for name in ("SPARK_REMOTE", "SPARK_MASTER", "SPARK_CONNECT_AUTHENTICATE_TOKEN"):
+        monkeypatch.setenv(name, "")  # recorded as unset first, so what use_if_running sets is undone
+        monkeypatch.delenv(name)
     state = {"pid": os.getpid(), "url": "sc://localhost:1", "token": "t", "started": time.time(), "idle_minutes": 30,
              "version": "0.0.0", "python": sys.executable}
     (tmp_path / "state.json").write_text(json.dumps(state))
@@ -138,8 +139,6 @@ def test_a_server_of_another_dltrace_is_not_used(tmp_path, monkeypatch) -> None:
     assert server.use_if_running("local[1]") is None  # --master chooses another Spark
     assert server.use_if_running(None) == "sc://localhost:1" and os.environ["SPARK_REMOTE"] == "sc://localhost:1"
     assert os.environ["SPARK_CONNECT_AUTHENTICATE_TOKEN"] == "t"
-    monkeypatch.delenv("SPARK_REMOTE")
-    monkeypatch.delenv("SPARK_CONNECT_AUTHENTICATE_TOKEN")
 
 
 def test_a_dead_servers_state_is_dropped(tmp_path, monkeypatch) -> None:
