@@ -52,7 +52,7 @@ from dltrace.rewriter.projection import projection
 from dltrace.rewriter.qualify import parse, qualify
 from dltrace.rewriter.representation import REPRESENTATIONS, SET
 from dltrace.rewriter.saved_result import SavedLineage, shared_view
-from dltrace.rewriter.semi_anti_join import semi_anti_join
+from dltrace.rewriter.semi_anti_join import anti_join_restored, semi_anti_join
 from dltrace.rewriter.semi_join_reduction import semi_join_reduction
 from dltrace.rewriter.set_operation import union_all
 from dltrace.rewriter.subquery_condition import subquery_condition
@@ -114,8 +114,9 @@ RULES: tuple[Phase, ...] = (
          semi_join_reduction, inequality_split),
         per_scope=True,
     ),
-    # The outermost query's lineage becomes the one column DL.
-    Phase("output", (output,)),
+    # The outermost query's lineage becomes the one column DL; the ANTI JOINs written as NOT
+    # EXISTS for their lineage rule are given back to Spark as joins.
+    Phase("output", (output, anti_join_restored)),
 )
 
 SEMANTICS = ("control", "data")
