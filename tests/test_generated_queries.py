@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 
 from dltrace import LineageSession
 from dltrace.spark import session_conf
-from tests.differential import OUTSIDE_THEOREM, check, grand_total_below_top, tiny_tpch
+from tests import differential
+from tests.differential import OUTSIDE_THEOREM, TOO_LARGE, check, grand_total_below_top, tiny_tpch
 from tests.oracle import DuckOracle
 from tests.query_generator import Generator, HypothesisChooser
 
@@ -109,6 +110,13 @@ def test_grand_total_under_an_aggregate_is_outside_the_theorem(tiny, oracle) -> 
     without = GRAND_TOTAL_UNDER_AN_AGGREGATE.replace("GROUPING SETS ((d5.c2), ())", "d5.c2")
     assert not grand_total_below_top(without)
     assert check(tiny, oracle, without) == "traced and checked"
+
+
+def test_a_result_past_the_checked_size_is_counted_apart(tiny, oracle, monkeypatch) -> None:
+    """Seed 2489's cross join of four slices has 9M rows; here 131 x 40 past a limit of 1,000."""
+    monkeypatch.setattr(differential, "MOST_ROWS_CHECKED", 1_000)
+    assert check(tiny, oracle, "SELECT o_orderkey, ps_partkey FROM orders CROSS JOIN partsupp") == TOO_LARGE
+    assert check(tiny, oracle, "SELECT o_orderkey FROM orders") == "traced and checked"
 
 
 def test_grand_totals_below_the_top_are_recognised() -> None:
