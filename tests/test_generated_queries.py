@@ -28,7 +28,7 @@ from tests.query_generator import Generator, HypothesisChooser
 pytestmark = pytest.mark.spark
 
 SCALE = float(os.environ.get("DLTRACE_FUZZ_SCALE", "1"))
-# make test: 200 queries (about 5 minutes on 2 cores); make fuzz: 5,000 more (tests/fuzz_queries.py)
+# make test: 200 queries (about 25 minutes on 2 cores); make fuzz: 5,000 more (tests/fuzz_queries.py)
 QUERIES = int(os.environ.get("DLTRACE_GENERATED_QUERIES", max(1, int(200 * SCALE))))
 # the window over a UNION ALL derived table that Spark's optimizer rejected (RemoveRedundantAliases)
 WINDOW_OVER_UNION_ALL = (

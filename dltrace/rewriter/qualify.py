@@ -29,7 +29,7 @@ from sqlglot.errors import OptimizeError, ParseError, SchemaError, TokenError
 from sqlglot.optimizer.qualify import qualify as sqlglot_qualify
 
 from dltrace.errors import BadInput, SqlSyntaxError, UnknownColumn, UnknownTable
-from dltrace.rewriter.context import RewriteContext
+from dltrace.rewriter.context import RewriteContext, unsupported
 from dltrace.rewriter.dialect import SPARK
 
 RESERVED_OUTPUT = "dl"
@@ -95,6 +95,8 @@ def qualify_against_catalog(expression: exp.Expression, schemas: dict[str, dict[
     """Qualify ``expression`` with the catalog's schemas; unknown tables and columns are errors."""
     cte_names = {cte.alias_or_name.lower() for cte in expression.find_all(exp.CTE)}
     for table in expression.find_all(exp.Table):
+        if not isinstance(table.this, exp.Identifier):  # range(10), explode(...): rows of no table
+            raise unsupported(table, "a table-valued function (its rows have no ids to trace)")
         name = table.name.lower()
         if table.args.get("db") or (name not in schemas and name not in cte_names):
             full = table.sql(dialect=SPARK).split(" AS ")[0]
