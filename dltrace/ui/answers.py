@@ -1,4 +1,5 @@
-"""The lineage explorer's answers as JSON-ready values, from the Python API alone.
+"""The lineage explorer's answers as JSON-ready values, from the Python API alone (and a
+result's pages from its saved files, read by pyarrow: ``dltrace.result_pages``).
 
 Each function takes a ``LineageSession`` opened for this one request (so a catalog changed
 since the last request is what it answers from) and returns plain dicts and lists; nothing
@@ -15,11 +16,15 @@ import json
 import warnings
 from dataclasses import asdict
 
+import numpy as np
+
+from dltrace import result_pages
 from dltrace.errors import BadInput
 from dltrace.formatting import plain_value
 from dltrace.ids import ROW_BITS
 from dltrace.impact import ImpactWarning
 from dltrace.plain import names_read
+from dltrace.result_pages import readable_without_spark
 from dltrace.results import DL, ROW
 
 JS_SAFE = 2 ** 53  # JavaScript's numbers hold integers exactly up to here; ids and bigints go past it
@@ -85,19 +90,34 @@ def page_bounds(offset: int, limit: int) -> tuple[int, int]:
 
 def counts_by_table(session, ids) -> dict[str, int]:
     """``{table: how many of ids are its rows}``, in table-code order."""
-    codes: dict[int, int] = {}
-    for dl_id in ids:
-        codes[int(dl_id) >> ROW_BITS] = codes.get(int(dl_id) >> ROW_BITS, 0) + 1
-    return {session.catalog.table_of_code(code): n for code, n in sorted(codes.items())}
+    codes, counts = np.unique(np.asarray(ids, dtype=np.int64) >> ROW_BITS, return_counts=True)
+    return {session.catalog.table_of_code(int(code)): int(n) for code, n in zip(codes, counts)}
 
 
 def result_rows(session, name: str, offset: int, limit: int) -> dict:
-    """A page of saved result ``name``: each row's ``_row``, values and DL as a count per table.
-    The counts are computed by Spark next to the rows, so a row's ids never travel."""
-    from pyspark.sql import functions as F
-
+    """A page of saved result ``name``: each row's ``_row``, values and DL as a count per table,
+    read by pyarrow from the saved files (``result_pages``: no Spark job, no JVM), or by Spark
+    for columns only Spark reads as it shows them."""
     offset, limit = page_bounds(offset, limit)
     saved = session.store.get(name)
+    if readable_without_spark(saved):
+        numbers = np.arange(offset, min(offset + limit, saved.rows), dtype=np.int64)
+        table = result_pages.rows_at(session.store, saved, numbers)
+        records = table.select([ROW, *saved.columns]).to_pylist() if len(numbers) else []
+        lineages = result_pages.whole_lineages(session.store, saved, table) if len(numbers) else []
+        page = [{"_row": record.pop(ROW), "values": {k: value(v) for k, v in record.items()},
+                 "dl": counts_by_table(session, ids)} for record, ids in zip(records, lineages)]
+    else:
+        page = spark_page(session, saved, offset, limit)
+    return {"result": saved.name, "columns": list(saved.columns), "total": saved.rows, "offset": offset,
+            "limit": limit, "rows": page, "stale": session.stale_results().get(saved.name)}
+
+
+def spark_page(session, saved, offset: int, limit: int) -> list[dict]:
+    """The rows of a page read with Spark; the counts are computed by Spark next to the rows,
+    so a row's ids never travel."""
+    from pyspark.sql import functions as F
+
     # result(name)'s rows without its ORDER BY (a sort is one more Spark job; the page is sorted here);
     # first, as Spark's column functions need a running Spark
     rows = session.store.lineage_rows(session.spark, saved)
@@ -112,8 +132,7 @@ def result_rows(session, name: str, offset: int, limit: int) -> dict:
         counts = sorted((c["code"], c["n"]) for c in record.pop("__dl_counts") or [])
         page.append({"_row": record.pop(ROW), "values": {k: value(v) for k, v in record.items()},
                      "dl": {session.catalog.table_of_code(code): n for code, n in counts}})
-    return {"result": saved.name, "columns": list(saved.columns), "total": saved.rows, "offset": offset,
-            "limit": limit, "rows": page, "stale": session.stale_results().get(saved.name)}
+    return page
 
 
 def why(session, name: str, row: int, limit: int) -> dict:

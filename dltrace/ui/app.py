@@ -32,6 +32,7 @@ from starlette.routing import Route
 
 from dltrace.errors import BadInput, DltraceError, spark_error
 from dltrace.result_format import UnknownResult
+from dltrace.result_pages import readable_without_spark
 from dltrace.session import LineageSession
 from dltrace.ui import answers
 
@@ -58,6 +59,7 @@ class Explorer:
         self._spark = spark
         self._start = threading.Lock()
         self.work = threading.Lock()
+        self._pages_lock = threading.Lock()
         self.pages: OrderedDict[tuple, dict] = OrderedDict()
 
     @property
@@ -91,12 +93,19 @@ class Explorer:
         return LineageSession(self.catalog, spark=self.spark if spark else None)
 
     def cached_page(self, key: tuple, compute: Callable[[], dict]) -> dict:
-        if key not in self.pages:
-            self.pages[key] = compute()
+        """The page kept for ``key``, else computed (outside the lock: pages pyarrow reads are
+        computed by several requests at once) and kept."""
+        with self._pages_lock:
+            page = self.pages.get(key)
+            if page is not None:
+                self.pages.move_to_end(key)
+                return page
+        page = compute()
+        with self._pages_lock:
+            self.pages[key] = page
             while len(self.pages) > CACHED_PAGES:
                 self.pages.popitem(last=False)
-        self.pages.move_to_end(key)
-        return self.pages[key]
+        return page
 
 
 def connected(spark) -> bool:
@@ -221,7 +230,14 @@ async def result_rows(request: Request) -> Response:
         page = explorer.cached_page(key, lambda: answers.result_rows(session, saved.name, offset, limit))
         return {**page, "stale": session.stale_results().get(saved.name)}
 
-    return await answer(request, work)
+    def needs_spark() -> bool:
+        try:
+            return not readable_without_spark(explorer.session(spark=False).store.get(name))
+        except Exception:  # noqa: BLE001 - an unknown name: the answer's own work reports it
+            return True
+
+    # a page pyarrow reads (result_pages) neither waits for Spark work nor starts Spark
+    return await answer(request, work, spark=await run_in_threadpool(needs_spark))
 
 
 @checked

@@ -1,0 +1,95 @@
+"""Pages of a saved result read with pyarrow alone, no Spark: the lineage explorer's result
+pages (``dltrace ui``), which must show in a fraction of a second.
+
+A page is a run of ``_row`` numbers: ``positions`` turns them into ``_pos`` runs, and a
+filter on those lets pyarrow read only the row groups whose statistics hold them (rows are
+written in small row groups for such lookups, ``results.ROWS_ROW_GROUP_BYTES``).  A row's
+whole DL is its own ids, the ids of the shared sets it names and, resolved the same way, the
+whole DLs of the upstream rows it names: what ``ResultStore.lineage_rows`` gives with Spark.
+Columns of the types below come out as Spark's ``collect`` gives them; a result with other
+columns (timestamps, whose zone Spark applies, maps, structs) is read with Spark.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from dltrace.ids import FIRST_REFERENCE_ID, ROW_BITS, ROW_MASK
+from dltrace.result_format import DL, PARTITION_BITS, POSITION, ROW, SHARED_ID, SHARED_REFS, SHARED_SET, SavedResult
+
+PLAIN_TYPES = re.compile(r"(tinyint|smallint|int|bigint|float|double|boolean|string|date|binary|decimal\(\d+,\d+\))$")
+
+
+def readable_without_spark(result: SavedResult) -> bool:
+    """Whether every column of ``result`` reads with pyarrow as Spark gives it."""
+    return all(PLAIN_TYPES.match(kind) for name, kind in result.schema.items()
+               if name not in (POSITION, ROW, DL, SHARED_REFS))
+
+
+def rows_at(store, result: SavedResult, rows: np.ndarray):
+    """The saved rows numbered ``rows`` (numpy int64), as ``ResultStore.rows`` has them
+    (``_row``, the columns, ``DL``, ``DL_shared``), in ``_row`` order: a pyarrow Table."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+
+    stored = POSITION if result.positions is not None else ROW
+    wanted = np.unique(result.positions_of(np.asarray(rows, dtype=np.int64)))
+    location = store.path(result.data)
+    dataset = ds.dataset(location.path, filesystem=location.fs, format="parquet")
+    if not len(wanted):
+        return pa.table({ROW: pa.array([], pa.int64())})
+    breaks = np.flatnonzero(np.diff(wanted) != 1) + 1
+    condition = None
+    for run in np.split(wanted, breaks):  # one range per run: pyarrow prunes row groups by their statistics
+        in_run = (ds.field(stored) >= int(run[0])) & (ds.field(stored) <= int(run[-1]))
+        condition = in_run if condition is None else condition | in_run
+    table = dataset.to_table(filter=condition)
+    if result.positions is not None:
+        positions = table.column(POSITION).to_numpy()
+        firsts = dict(result.positions)
+        partitions = positions >> PARTITION_BITS
+        numbers = positions - (partitions << PARTITION_BITS) + np.array([firsts[p] for p in partitions], dtype=np.int64)
+        table = table.drop_columns([POSITION]).add_column(0, ROW, pa.array(numbers, pa.int64()))
+    return table.take(pc.sort_indices(table.column(ROW)))
+
+
+def whole_lineages(store, result: SavedResult, table) -> list[np.ndarray]:
+    """Each row's whole DL (sorted numpy int64 ids) of ``table`` (from ``rows_at``)."""
+    own = [np.asarray(ids or [], dtype=np.int64) for ids in table.column(DL).to_pylist()]
+    parts: list[list[np.ndarray]] = [[ids[ids < FIRST_REFERENCE_ID]] for ids in own]
+    if result.shared:
+        named = [refs or [] for refs in table.column(SHARED_REFS).to_pylist()]
+        sets = shared_sets(store, result, sorted({n for refs in named for n in refs}))
+        for row_parts, refs in zip(parts, named):
+            row_parts.extend(sets[n] for n in refs)
+    if result.references:
+        for upstream, code in store.referenced(result):
+            named_rows = [ids[(ids >= FIRST_REFERENCE_ID) & (ids >> ROW_BITS == code)] & ROW_MASK for ids in own]
+            wanted = np.unique(np.concatenate(named_rows)) if named_rows else np.array([], dtype=np.int64)
+            if not len(wanted):
+                continue
+            upstream_rows = rows_at(store, upstream, wanted)
+            resolved = dict(zip(upstream_rows.column(ROW).to_pylist(), whole_lineages(store, upstream, upstream_rows)))
+            for row_parts, rows in zip(parts, named_rows):
+                row_parts.extend(resolved[int(r)] for r in rows)
+    return [np.unique(np.concatenate(row_parts)) for row_parts in parts]
+
+
+def shared_sets(store, result: SavedResult, names: list[int]) -> dict[int, np.ndarray]:
+    """The ids of each shared set named (``set_id``: sorted numpy int64 ids)."""
+    import pyarrow.dataset as ds
+
+    if not names:
+        return {}
+    location = store.path(result.shared)
+    dataset = ds.dataset(location.path, filesystem=location.fs, format="parquet")
+    found = dataset.to_table(columns=[SHARED_SET, SHARED_ID], filter=ds.field(SHARED_SET).isin(names))
+    set_ids, ids = found.column(SHARED_SET).to_numpy(), found.column(SHARED_ID).to_numpy()
+    order = np.argsort(set_ids, kind="stable")
+    set_ids, ids = set_ids[order], ids[order]
+    starts = np.searchsorted(set_ids, names)
+    ends = np.searchsorted(set_ids, names, side="right")
+    return {name: np.sort(ids[start:end]) for name, start, end in zip(names, starts, ends)}

@@ -1,0 +1,77 @@
+"""Result pages read by pyarrow alone (dltrace/result_pages.py) give what Spark gives: the
+same rows, values and whole DLs, over shared sets, references to upstream results, several
+partitions and results saved before row positions."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from dltrace import result_pages
+from dltrace.results import DL, ROW
+from dltrace.spark import session_conf
+from tests.conftest import stored_before_positions, tpch_copy
+from tpch.queries import load
+
+
+@pytest.fixture(scope="module")
+def pages(tpch, tmp_path_factory):
+    session = tpch_copy(tpch, tmp_path_factory, "pages")
+    session.save(session.sql(load("q11")), "pg_shared")  # shared sets (the HAVING threshold's lineage)
+    several = {"spark.sql.adaptive.coalescePartitions.enabled": "false",  # the 4 shuffle partitions
+               "spark.sql.files.maxRecordsPerFile": "200"}  # and files that continue each other
+    with session_conf(session.spark, several):
+        session.save(session.sql("select o_custkey, count(*) as n, sum(o_totalprice) as total from orders "
+                                 "group by o_custkey"), "pg_grouped")
+    session.save(session.sql("select n, count(*) as customers from pg_grouped group by n"), "pg_downstream")
+    session.save(session.sql("select s.ps_partkey, g.n from pg_shared s join pg_grouped g on g.n = s.ps_partkey % 7"),
+                 "pg_both")  # references to two results, one of them with shared sets
+    return session
+
+
+def by_spark(session, name: str) -> dict[int, tuple[dict, list[int]]]:
+    saved = session.store.get(name)
+    rows = session.store.lineage_rows(session.spark, saved).collect()
+    return {r[ROW]: ({c: r[c] for c in saved.columns}, sorted(r[DL])) for r in rows}
+
+
+def by_arrow(session, name: str, numbers) -> dict[int, tuple[dict, list[int]]]:
+    saved = session.store.get(name)
+    table = result_pages.rows_at(session.store, saved, np.asarray(numbers, dtype=np.int64))
+    records = table.select([ROW, *saved.columns]).to_pylist()
+    lineages = result_pages.whole_lineages(session.store, saved, table)
+    assert [r[ROW] for r in records] == sorted(numbers)
+    return {r.pop(ROW): (r, ids.tolist()) for r, ids in zip(records, lineages)}
+
+
+@pytest.mark.parametrize("name", ["pg_shared", "pg_grouped", "pg_downstream", "pg_both"])
+def test_every_row_and_its_whole_dl_as_spark_reads_them(pages, name):
+    saved = pages.store.get(name)
+    assert result_pages.readable_without_spark(saved)
+    expected = by_spark(pages, name)
+    assert by_arrow(pages, name, range(saved.rows)) == expected
+    middle = list(range(3, min(saved.rows, 40)))
+    assert by_arrow(pages, name, middle) == {n: expected[n] for n in middle}
+
+
+def test_the_saves_cover_what_the_reader_resolves(pages):
+    shared, grouped, both = (pages.store.get(n) for n in ("pg_shared", "pg_grouped", "pg_both"))
+    assert shared.shared and not shared.references
+    assert len(grouped.positions) > 1  # rows in several partitions: _row is not _pos
+    assert set(both.references) == {"pg_shared", "pg_grouped"}
+
+
+def test_a_result_saved_before_row_positions(pages):
+    expected = by_spark(pages, "pg_grouped")
+    with stored_before_positions(pages, "pg_grouped"):
+        old = pages.store.get("pg_grouped")
+        assert old.positions is None
+        assert by_arrow(pages, "pg_grouped", range(old.rows)) == expected
+
+
+def test_columns_spark_shows_otherwise_are_left_to_spark(pages):
+    saved = pages.store.get("pg_grouped")
+    assert not result_pages.readable_without_spark(replace(saved, schema={**saved.schema, "at": "timestamp"}))
+    assert not result_pages.readable_without_spark(replace(saved, schema={**saved.schema, "m": "map<string,int>"}))
