@@ -6,9 +6,10 @@ catalog (``make demo`` leaves it in ./.dltrace, with the saved steps custrev and
 The explorer runs in this process (uvicorn in a thread, embedded Spark started and warmed
 first, as ``dltrace ui`` does in the background).  Over HTTP it times what the page asks for:
 the pipeline view (the page, its script, ``/api/pipeline``) and a 1,000-row page of
-``--result``, once per offset not asked before (Spark reads the rows) and again (kept by the
-save's stamp).  With Chromium and Playwright (the browser tests' set-up) it also times the page
-in the browser until the view is drawn.  Target: under 300 ms each.  Prints medians.
+``--result``, once per offset not asked before (read from the saved files, by pyarrow or, for
+columns only Spark shows right, by Spark) and again (kept by the save's stamp).  With Chromium
+and Playwright (the browser tests' set-up) it also times the page in the browser until the
+view is drawn.  Target: under 300 ms each.  Prints medians.
 """
 
 from __future__ import annotations
@@ -99,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         first = [timed(client, f"/api/results/{args.result}?offset={run}&limit={PAGE}") for run in range(args.repeat)]
         again = [timed(client, f"/api/results/{args.result}?offset=0&limit={PAGE}") for _ in range(args.repeat)]
     medians["pipeline view (page, script, /api/pipeline)"] = statistics.median(pipeline)
-    medians[f"{PAGE} rows of {args.result}, first time (Spark reads them)"] = statistics.median(first)
+    medians[f"{PAGE} rows of {args.result}, first time (read from its files)"] = statistics.median(first)
     medians[f"{PAGE} rows of {args.result}, again (kept by its save stamp)"] = statistics.median(again)
     if not args.no_browser:
         medians.update(browser_times(url, args.result, args.repeat) or {})
