@@ -24,7 +24,6 @@ from dltrace.formatting import plain_value
 from dltrace.ids import ROW_BITS
 from dltrace.impact import ImpactWarning
 from dltrace.plain import names_read
-from dltrace.result_pages import readable_without_spark
 from dltrace.results import DL, ROW
 
 JS_SAFE = 2 ** 53  # JavaScript's numbers hold integers exactly up to here; ids and bigints go past it
@@ -100,11 +99,13 @@ def result_rows(session, name: str, offset: int, limit: int) -> dict:
     for columns only Spark reads as it shows them."""
     offset, limit = page_bounds(offset, limit)
     saved = session.store.get(name)
-    if readable_without_spark(saved):
-        numbers = np.arange(offset, min(offset + limit, saved.rows), dtype=np.int64)
+    numbers = np.arange(offset, min(offset + limit, saved.rows), dtype=np.int64)
+    if not len(numbers):
+        page = []
+    elif result_pages.readable_without_spark(saved):
         table = result_pages.rows_at(session.store, saved, numbers)
-        records = table.select([ROW, *saved.columns]).to_pylist() if len(numbers) else []
-        lineages = result_pages.whole_lineages(session.store, saved, table) if len(numbers) else []
+        records = table.select([ROW, *saved.columns]).to_pylist()
+        lineages = result_pages.whole_lineages(session.store, saved, table)
         page = [{"_row": record.pop(ROW), "values": {k: value(v) for k, v in record.items()},
                  "dl": counts_by_table(session, ids)} for record, ids in zip(records, lineages)]
     else:
