@@ -33,6 +33,11 @@ from pathlib import Path
 from tests.differential import check, generated_summary, tiny_tpch
 from tests.query_generator import Generator, RandomChooser
 
+# Spark's interpreted evaluation: each generated query is new code to compile (Janino, then the
+# JIT) for a few rows, and compiling cost more than running.  Two workers on 2 cores, seeds
+# 3000-3089: 0.56 queries/s compiled, 0.81 interpreted (docs/testing.md).
+# ``make test``'s generated queries keep Spark's default, so compiled plans stay checked too.
+INTERPRETED = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
 # one worker's session and oracle, made by ``start_worker`` in each process
 WORKER: dict[str, object] = {}
 
@@ -43,7 +48,7 @@ def start_worker() -> None:
 
     warnings.simplefilter("ignore")
     spark = get_spark("local[1]", {"spark.sql.shuffle.partitions": "1", "spark.driver.memory": "2g",
-                                   "spark.ui.enabled": "false"})
+                                   "spark.ui.enabled": "false", **INTERPRETED})
     directory = tempfile.mkdtemp(prefix="dltrace-fuzz-")
     atexit.register(shutil.rmtree, directory, True)
     session = tiny_tpch(Path(directory), spark)
