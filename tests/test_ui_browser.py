@@ -121,6 +121,25 @@ def test_a_result_then_why_one_of_its_rows(page, url, demo, shots):
     expect(second.first).to_have_text(str(explained["orders"].collect()[20]["_dl_id"]))
 
 
+def test_a_long_page_draws_its_rows_as_they_come_into_view(page, url, demo):
+    total = demo.saved_results()["custrev"].rows
+    size = min(total, 1000)
+    assert size > 200, "custrev must be longer than a table drawn at once (app.js: DRAWN_AT_ONCE)"
+    page.goto(url + f"#/result/custrev?offset=0&limit={size}")
+    expect(page.locator(f"table.rows[data-rows='{size}']")).to_be_visible()
+    expect(page.locator(".pager span").first).to_have_text(f"rows 1–{size} of {total}")
+    drawn = page.locator("table.rows tbody tr:not(.gap) td:first-child")
+    first = [int(t) for t in drawn.all_inner_texts()]
+    assert first[0] == 0 and first == list(range(len(first))) and len(first) < size
+    page.evaluate("scrollTo(0, document.body.scrollHeight)")
+    last = page.locator("table.rows tbody tr:not(.gap)", has=page.locator(f"td:first-child:text-is('{size - 1}')"))
+    expect(last).to_have_count(1)
+    ends = [int(t) for t in drawn.all_inner_texts()]
+    assert ends == list(range(ends[0], size)) and len(ends) < size
+    last.locator("button.why").click()
+    expect(page.locator("h2").first).to_contain_text(f"Why row {size - 1} of")
+
+
 def test_an_impact_question_is_counted_and_highlighted(page, url, demo, shots):
     page.goto(url)
     page.fill("#source", DEMO_BAD_ROW)
