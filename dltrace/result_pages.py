@@ -31,29 +31,50 @@ def readable_without_spark(result: SavedResult) -> bool:
 def rows_at(store, result: SavedResult, rows: np.ndarray):
     """The saved rows numbered ``rows`` (numpy int64), as ``ResultStore.rows`` has them
     (``_row``, the columns, ``DL``, ``DL_shared``), in ``_row`` order: a pyarrow Table."""
-    import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.dataset as ds
 
     stored = POSITION if result.positions is not None else ROW
     wanted = np.unique(result.positions_of(np.asarray(rows, dtype=np.int64)))
-    location = store.path(result.data)
-    dataset = ds.dataset(location.path, filesystem=location.fs, format="parquet")
     if not len(wanted):
-        return pa.table({ROW: pa.array([], pa.int64())})
+        return numbered(result, dataset(store, result.data).schema.empty_table())
     breaks = np.flatnonzero(np.diff(wanted) != 1) + 1
     condition = None
     for run in np.split(wanted, breaks):  # one range per run: pyarrow prunes row groups by their statistics
         in_run = (ds.field(stored) >= int(run[0])) & (ds.field(stored) <= int(run[-1]))
         condition = in_run if condition is None else condition | in_run
-    table = dataset.to_table(filter=condition)
-    if result.positions is not None:
-        positions = table.column(POSITION).to_numpy()
-        firsts = dict(result.positions)
-        partitions = positions >> PARTITION_BITS
-        numbers = positions - (partitions << PARTITION_BITS) + np.array([firsts[p] for p in partitions], dtype=np.int64)
-        table = table.drop_columns([POSITION]).add_column(0, ROW, pa.array(numbers, pa.int64()))
+    table = numbered(result, dataset(store, result.data).to_table(filter=condition))
     return table.take(pc.sort_indices(table.column(ROW)))
+
+
+def every_row(store, result: SavedResult, columns: list[str]):
+    """``_row`` and ``columns`` of every saved row, in file order: a pyarrow Table."""
+    stored = POSITION if result.positions is not None else ROW
+    return numbered(result, dataset(store, result.data).to_table(columns=[stored, *columns]))
+
+
+def dataset(store, relative: str):
+    """A saved file (a directory of Parquet parts) of the catalog, as a pyarrow dataset."""
+    import pyarrow.dataset as ds
+
+    location = store.path(relative)
+    return ds.dataset(location.path, filesystem=location.fs, format="parquet")
+
+
+def numbered(result: SavedResult, table):
+    """``table`` (read from rows.parquet) with ``_row`` first in place of ``_pos``: each
+    partition's rows count on from its first row (``SavedResult.positions``)."""
+    import pyarrow as pa
+
+    if result.positions is None:
+        return table
+    positions = table.column(POSITION).to_numpy()
+    partitions, firsts = np.array(result.positions, dtype=np.int64).reshape(-1, 2).T
+    first_of = np.zeros(int(partitions.max()) + 1, dtype=np.int64)
+    first_of[partitions] = firsts
+    owner = positions >> PARTITION_BITS
+    numbers = positions - (owner << PARTITION_BITS) + first_of[owner]
+    return table.drop_columns([POSITION]).add_column(0, ROW, pa.array(numbers, pa.int64()))
 
 
 def whole_lineages(store, result: SavedResult, table) -> list[np.ndarray]:
@@ -84,9 +105,8 @@ def shared_sets(store, result: SavedResult, names: list[int]) -> dict[int, np.nd
 
     if not names:
         return {}
-    location = store.path(result.shared)
-    dataset = ds.dataset(location.path, filesystem=location.fs, format="parquet")
-    found = dataset.to_table(columns=[SHARED_SET, SHARED_ID], filter=ds.field(SHARED_SET).isin(names))
+    found = dataset(store, result.shared).to_table(columns=[SHARED_SET, SHARED_ID],
+                                                   filter=ds.field(SHARED_SET).isin(names))
     set_ids, ids = found.column(SHARED_SET).to_numpy(), found.column(SHARED_ID).to_numpy()
     order = np.argsort(set_ids, kind="stable")
     set_ids, ids = set_ids[order], ids[order]

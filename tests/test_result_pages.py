@@ -1,15 +1,20 @@
 """Result pages read by pyarrow alone (dltrace/result_pages.py) give what Spark gives: the
 same rows, values and whole DLs, over shared sets, references to upstream results, several
-partitions and results saved before row positions."""
+partitions and results saved before row positions.  So does stored impact read from the same
+files (dltrace/impact/files.py, the command line's): the same affected rows and narrowed DLs,
+with and without forward indexes."""
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from dltrace import result_pages
+from dltrace.commands.impact import first_rows, from_files
+from dltrace.impact.search import impact
 from dltrace.results import DL, ROW
 from dltrace.spark import session_conf
 from tests.conftest import stored_before_positions, tpch_copy
@@ -75,3 +80,24 @@ def test_columns_spark_shows_otherwise_are_left_to_spark(pages):
     saved = pages.store.get("pg_grouped")
     assert not result_pages.readable_without_spark(replace(saved, schema={**saved.schema, "at": "timestamp"}))
     assert not result_pages.readable_without_spark(replace(saved, schema={**saved.schema, "m": "map<string,int>"}))
+
+
+@pytest.mark.parametrize("source", ["orders WHERE o_custkey < 30", "supplier WHERE s_nationkey = 7",
+                                    "nation WHERE n_name = 'GERMANY'", "orders WHERE o_orderkey < 0"])
+def test_stored_impact_from_the_files_as_from_spark(pages, source):
+    with pytest.warns(UserWarning) if "< 0" in source else nullcontext():
+        by_files = impact(pages, source, from_files=True)
+    assert by_files and all(from_files(answer) for answer in by_files.values())
+    for indexed in (False, True):
+        if indexed:  # the forward index (id -> _row) found by each result's own ids and row names
+            for name in ("pg_grouped", "pg_both", "pg_shared"):
+                if not pages.store.get(name).index:
+                    pages.store.build_index(name, pages.spark)
+        for use_index in (True, False):
+            with pytest.warns(UserWarning) if "< 0" in source else nullcontext():
+                spark = impact(pages, source, use_index=use_index)
+                files = impact(pages, source, use_index=use_index, from_files=True)
+            expected = {name: first_rows(frame, None) for name, frame in spark.items()}
+            assert {name: first_rows(table, None) for name, table in files.items()} == expected
+    if "< 0" not in source:
+        assert any(expected.values()), "the source reaches some saved rows"

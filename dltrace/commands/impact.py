@@ -8,7 +8,7 @@ import warnings
 
 from dltrace.commands.common import OUTPUTS, Parents, open_session, query_text, reporting_warnings
 from dltrace.formatting import output_limit, row_dicts, table_footer, write_json, write_table
-from dltrace.impact.search import MODES, ImpactWarning, collect_bad_ids, matches_nothing
+from dltrace.impact.search import MODES, ImpactWarning, collect_bad_ids, impact, matches_nothing
 from dltrace.impact.source import SOURCE_FORM, parse_source
 
 
@@ -35,18 +35,12 @@ def run(args: argparse.Namespace) -> int:
     limit = output_limit(args)
     if args.result is None and query is None:
         return impact_everywhere(session, args, limit)
-    frame = session.impact(
-        args.source,
-        result=args.result,
-        query=query,
-        mode=args.mode,
-        semantics=args.semantics,
-        use_index=not args.no_index,
-    )
+    answer = impact(session, args.source, result=args.result, query=query, mode=args.mode,
+                    semantics=args.semantics, use_index=not args.no_index, from_files=True)
     reeval = (args.mode or ("stored" if args.result else "reeval")) == "reeval"
     source = parse_source(args.source, session.catalog)
     try:
-        rows = list(row_dicts((frame.limit(limit + 1) if limit is not None else frame).collect()))
+        rows = first_rows(answer, limit)
     except PySparkException:
         if reeval:  # a predicate that fails only when it runs (a bad cast) is bad input
             collect_bad_ids(session, source)
@@ -56,8 +50,8 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         write_json(rows[:limit] if limit is not None else rows, sys.stdout)
         return 0
-    write_table(rows[:limit], frame.columns, session.catalog, sys.stdout)
-    print(table_footer(min(len(rows), limit), frame.count() if len(rows) > limit else None, "affected rows"))
+    write_table(rows[:limit], columns_of(answer), session.catalog, sys.stdout)
+    print(table_footer(min(len(rows), limit), count_of(answer) if len(rows) > limit else None, "affected rows"))
     return 0
 
 
@@ -65,19 +59,19 @@ def impact_everywhere(session, args: argparse.Namespace, limit: int | None) -> i
     """Every saved result whose lineage reaches the source's table: table output gives a
     line per result with its count, then its rows; JSON one object per affected row, with
     the result's name in ``"result"``."""
-    found = session.impact(args.source, mode=args.mode, use_index=not args.no_index)
+    found = impact(session, args.source, mode=args.mode, use_index=not args.no_index, from_files=True)
     affected = 0
-    for name, frame in found.items():
-        rows = list(row_dicts((frame.limit(limit + 1) if limit is not None else frame).collect()))
+    for name, answer in found.items():
+        rows = first_rows(answer, limit)
         if args.format == "json":
             write_json(({"result": name, **row} for row in rows[:limit]), sys.stdout)
             continue
-        count = len(rows) if len(rows) <= limit else frame.count()
+        count = len(rows) if len(rows) <= limit else count_of(answer)
         affected += count
         more = f" (first {limit}: raise --limit)" if count > limit else ""
         print(f"{name}: {count} affected rows{more}")
         if rows and limit:
-            write_table(rows[:limit], frame.columns, session.catalog, sys.stdout)
+            write_table(rows[:limit], columns_of(answer), session.catalog, sys.stdout)
             print()
     if args.format == "table":
         table = parse_source(args.source, session.catalog).table
@@ -85,3 +79,27 @@ def impact_everywhere(session, args: argparse.Namespace, limit: int | None) -> i
     return 0
 
 
+
+
+def first_rows(answer, limit: int | None) -> list[dict]:
+    """The first ``limit`` + 1 affected rows (all without a limit) as dicts, ``DL`` a list of
+    ids: from a Spark DataFrame, or from a pyarrow Table read from the saved files."""
+    if from_files(answer):
+        return list(row_dicts(answer.slice(0, limit + 1).to_pylist() if limit is not None else answer.to_pylist()))
+    return list(row_dicts((answer.limit(limit + 1) if limit is not None else answer).collect()))
+
+
+def columns_of(answer) -> list[str]:
+    return answer.column_names if from_files(answer) else answer.columns
+
+
+def count_of(answer) -> int:
+    return answer.num_rows if from_files(answer) else answer.count()
+
+
+def from_files(answer) -> bool:
+    """Whether an answer is a pyarrow Table (``impact.files``), not a Spark DataFrame (whose
+    attribute lookup answers any name with a column, so no ``hasattr`` test tells them apart)."""
+    import pyarrow as pa
+
+    return isinstance(answer, pa.Table)

@@ -27,8 +27,10 @@ from dltrace.catalog import ID_COLUMN
 from dltrace.engine import Engine
 from dltrace.errors import BadInput, spark_error
 from dltrace.ids import ROW_BITS
+from dltrace.impact import files
 from dltrace.impact.key_index import rows_to_search
 from dltrace.impact.source import Source, parse_source
+from dltrace.result_pages import readable_without_spark
 from dltrace.results import DL, INDEX_ID, ROW, SHARED_ID, SHARED_REFS, SHARED_SET, ResultStore, SavedResult
 from dltrace.rewriter.dialect import SPARK
 from dltrace.table_data import table_rows
@@ -46,12 +48,14 @@ class ImpactWarning(UserWarning):
 
 
 def impact(session: Engine, source: str, result: str | None = None, query: str | None = None,
-           mode: str | None = None, semantics: str = "control", use_index: bool = True):
+           mode: str | None = None, semantics: str = "control", use_index: bool = True, from_files: bool = False):
     """The output rows affected by the rows ``source`` names, from saved ``result`` or ``query``.
 
     ``mode`` defaults to ``stored`` for a result and ``reeval`` for a query; ``reeval`` with a
     result reruns its saved query on the current data (saved results it reads inlined).
-    With neither: ``{name: rows}`` for every saved result, from stored lineage.
+    With neither: ``{name: rows}`` for every saved result, from stored lineage.  With
+    ``from_files``, stored answers come as pyarrow Tables read from the saved files where the
+    result's columns allow (``impact.files``; the command line), else as Spark DataFrames.
     """
     if result is not None and query is not None:
         raise BadInput("impact takes a saved result (--result NAME) or a query (--query QUERY), not both")
@@ -60,7 +64,7 @@ def impact(session: Engine, source: str, result: str | None = None, query: str |
         raise BadInput(f"unknown impact mode '{mode}': use stored or reeval")
     bad = parse_source(source, session.catalog)
     if result is None and query is None:
-        return impact_everywhere(session, bad, mode, use_index)
+        return impact_everywhere(session, bad, mode, use_index, from_files)
     saved = ResultStore(session.catalog).get(result) if result is not None else None
     if saved is not None:
         warn_if_stale(session, saved, bad, mode)
@@ -69,13 +73,14 @@ def impact(session: Engine, source: str, result: str | None = None, query: str |
             raise BadInput(
                 "--mode stored searches a saved result: give --result NAME, or use --mode reeval with --query"
             )
-        return stored_impact(session, bad, saved, use_index)
+        return stored_impact(session, bad, saved, use_index, from_files)
     if saved is not None:
         query, semantics = saved.query, saved.semantics
     return reeval_impact(session, bad, query, semantics)
 
 
-def impact_everywhere(session: Engine, source: Source, mode: str = "stored", use_index: bool = True) -> dict:
+def impact_everywhere(session: Engine, source: Source, mode: str = "stored", use_index: bool = True,
+                      from_files: bool = False) -> dict:
     """``{result name: affected rows}`` for every saved result whose lineage can hold ids of
     the source's table: the bad ids are read once, and each result is searched with them
     (its forward index when it has one), one lookup per result, not per id."""
@@ -91,7 +96,9 @@ def impact_everywhere(session: Engine, source: Source, mode: str = "stored", use
     if not len(ids):
         warnings.warn(ImpactWarning(f"no rows match {source.text}: nothing is affected"), stacklevel=3)
     searched: dict = {}  # an upstream save that several results reference is searched once
-    return {r.name: search_result(session, store, r, ids, use_index, searched) for r in candidates}
+    read: dict = {}  # the same, read from the files
+    return {r.name: files.affected_rows(store, r, ids, use_index, read) if from_files and readable_without_spark(r)
+            else search_result(session, store, r, ids, use_index, searched) for r in candidates}
 
 
 def bad_rows(session: Engine, source: Source):
@@ -133,12 +140,16 @@ def int_column(frame) -> np.ndarray:
     return frame.toArrow().column(0).to_numpy().astype(np.int64, copy=False)
 
 
-def stored_impact(session: Engine, source: Source, saved: SavedResult, use_index: bool = True):
+def stored_impact(session: Engine, source: Source, saved: SavedResult, use_index: bool = True,
+                  from_files: bool = False):
     """The rows of ``saved`` whose DL overlaps the bad ids, ``DL`` narrowed to those ids."""
     ids = collect_bad_ids(session, source)
     if not len(ids):
         warnings.warn(ImpactWarning(f"no rows match the source '{source.text}': nothing is affected"), stacklevel=3)
-    return search_result(session, ResultStore(session.catalog), saved, ids, use_index)
+    store = ResultStore(session.catalog)
+    if from_files and readable_without_spark(saved):
+        return files.affected_rows(store, saved, ids, use_index)
+    return search_result(session, store, saved, ids, use_index)
 
 
 def search_result(session: Engine, store: ResultStore, saved: SavedResult, ids: np.ndarray, use_index: bool = True,
