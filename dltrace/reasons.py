@@ -187,7 +187,7 @@ def explain_reasons(session, result: str, row: int, udfs: dict[str, ReasonUdf]) 
     for call in calls:
         if udfs[call.name.lower()].reasons is None:
             raise BadInput(f"UDF {call.name.lower()} has no reasoning mode: register it with reasons=")
-    ids = session.store.row_ids(session.spark, saved, row)
+    ids = session.store.row_ids(saved, row)
     tables = {t.name.lower() for t in query.find_all(exp.Table)} & set(session.catalog.tables)
     for table in tables:  # each base table restricted to the row's lineage (semi-join push-down)
         code = session.catalog.entry(table).code

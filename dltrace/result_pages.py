@@ -80,7 +80,8 @@ def numbered(result: SavedResult, table):
 def whole_lineages(store, result: SavedResult, table) -> list[np.ndarray]:
     """Each row's whole DL (sorted numpy int64 ids) of ``table`` (from ``rows_at``)."""
     own = [np.asarray(ids or [], dtype=np.int64) for ids in table.column(DL).to_pylist()]
-    parts: list[list[np.ndarray]] = [[ids[ids < FIRST_REFERENCE_ID]] for ids in own]
+    # ids at or past FIRST_REFERENCE_ID name upstream rows only in a result that has upstream saves
+    parts: list[list[np.ndarray]] = [[ids[ids < FIRST_REFERENCE_ID] if result.references else ids] for ids in own]
     if result.shared:
         named = [refs or [] for refs in table.column(SHARED_REFS).to_pylist()]
         sets = shared_sets(store, result, sorted({n for refs in named for n in refs}))

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from dltrace import faults, staleness
 from dltrace.catalog import NAME_PATTERN, Catalog, quoted
 from dltrace.errors import BadInput, CatalogError
-from dltrace.ids import FIRST_REFERENCE_ID, ROW_BITS, ROW_MASK
+from dltrace.ids import FIRST_REFERENCE_ID, ROW_BITS
 from dltrace.plain import names_read  # noqa: F401 - importable from here, as before
 from dltrace.recovery import referenced_saves, temporary_name, writer
 from dltrace.result_cleanup import remove_unreferenced, remove_unreferenced_upstream
@@ -179,38 +179,18 @@ class ResultStore:
         """The shared sets as stored, ``(set_id, id)`` sorted, or None when the result has none."""
         return read_parquet(spark, self.path(result.shared), SHARED_SCHEMA) if result.shared else None
 
-    def row_ids(self, spark, result: SavedResult, row: int):
-        """The sorted ids (numpy int64) of row ``row``'s whole DL: its own, and those of the
-        shared sets it names.  One small read each: rows are stored in ``_row`` order in small
-        row groups, and the shared sets in set order."""
+    def row_ids(self, result: SavedResult, row: int):
+        """The sorted ids (numpy int64) of row ``row``'s whole DL: its own, those of the shared
+        sets it names and those of the upstream rows it names, resolved.  Read with pyarrow,
+        no Spark (``result_pages``): rows are stored in ``_row`` order in small row groups,
+        the shared sets in set order."""
         import numpy as np
+
+        from dltrace import result_pages
 
         if not 0 <= row < result.rows:
             raise BadInput(f"result {result.name} has rows 0..{result.rows - 1}, not {row}")
-        return self._ids_of_rows(spark, result, np.array([row], dtype=np.int64))
-
-    def _ids_of_rows(self, spark, result: SavedResult, rows):
-        """The sorted ids of the union of the whole DLs of ``rows`` (``_row`` numbers): their
-        own ids, the shared sets they name, and the upstream rows they name, resolved."""
-        import numpy as np
-        import pyarrow.compute as pc
-        from pyspark.sql import functions as F
-
-        wanted = [DL] + ([SHARED_REFS] if result.shared else [])
-        found = self.rows_at(spark, result, rows).select(*wanted).toArrow()
-        ids = pc.list_flatten(found.column(DL)).to_numpy(zero_copy_only=False).astype(np.int64)
-        names = ids[ids >= FIRST_REFERENCE_ID] if result.references else ids[:0]
-        parts = [ids[ids < FIRST_REFERENCE_ID] if result.references else ids]
-        if result.shared and found.num_rows:
-            named = pc.unique(pc.list_flatten(found.column(SHARED_REFS))).to_pylist()
-            if named:
-                sets = self.shared_sets(spark, result).where(F.col(SHARED_SET).isin(named)).select(SHARED_ID).toArrow()
-                parts.append(sets.column(0).to_numpy())
-        for upstream, code in self.referenced(result) if len(names) else []:
-            named_rows = np.unique(names[(names >> ROW_BITS) == code] & ROW_MASK)
-            if len(named_rows):
-                parts.append(self._ids_of_rows(spark, upstream, named_rows))
-        return np.unique(np.concatenate(parts).astype(np.int64))
+        return result_pages.whole_lineages(self, result, result_pages.rows_at(self, result, np.array([row])))[0]
 
     def lineage_rows(self, spark, result: SavedResult):
         """The saved rows with each row's whole ``DL`` spelled out (sorted ids: its own and
@@ -234,7 +214,8 @@ class ResultStore:
         from pyspark.sql import functions as F
 
         pairs = rows.select(ROW, F.explode(DL).alias("__id"))
-        parts = [pairs.where(F.col("__id") < FIRST_REFERENCE_ID)]
+        # ids at or past FIRST_REFERENCE_ID name upstream rows only in a result that has upstream saves
+        parts = [pairs.where(F.col("__id") < FIRST_REFERENCE_ID) if result.references else pairs]
         for upstream, code in self.referenced(result):
             whole = self.lineage_rows(spark, upstream).select(
                 (F.col(ROW) + F.lit(code << ROW_BITS)).alias("__id"), F.col(DL).alias("__ids")

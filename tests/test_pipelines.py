@@ -666,7 +666,7 @@ def test_a_step_names_the_upstream_rows_it_read(pipelines, referencing):
     )
     # explain and the row's ids resolve the names
     row = next(iter(referencing["ref_natrev"]))
-    assert list(pipelines.store.row_ids(pipelines.spark, saved, row)) == referencing["ref_natrev"][row]
+    assert list(pipelines.store.row_ids(saved, row)) == referencing["ref_natrev"][row]
 
 
 def test_upstream_saved_again_or_dropped_keeps_the_rows_a_step_names(pipelines, referencing):

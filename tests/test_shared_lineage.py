@@ -244,7 +244,7 @@ def test_saved_lineage_decodes_to_exactly_the_ids_given(empty, dls, shared_sets)
     spelled = {by_row[r[ROW]]: list(r[DL]) for r in store.lineage_rows(spark, saved).collect()}
     assert spelled == expected
     if dls:  # one small read
-        assert store.row_ids(spark, saved, len(dls) - 1).tolist() == expected[by_row[len(dls) - 1]]
+        assert store.row_ids(saved, len(dls) - 1).tolist() == expected[by_row[len(dls) - 1]]
     assert duckdb_decoded(saved, store) == {row: expected[k] for row, k in by_row.items() if expected[k]}
     # the forward index holds every (own id, row) pair once
     pairs = sorted((r.id, r[ROW]) for r in store.index(spark, saved).collect())

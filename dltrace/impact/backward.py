@@ -40,7 +40,7 @@ def explain(session: Engine, result: str, row: int) -> Explained:
     store = ResultStore(session.catalog)
     saved = store.get(result)
     spark = session.spark
-    ids = store.row_ids(spark, saved, row)  # its own ids and those of the shared sets it names
+    ids = store.row_ids(saved, row)  # its own ids and those of the shared sets it names
     ids_by_code = {int(code): ids[(ids >> ROW_BITS) == code] for code in np.unique(ids >> ROW_BITS)}
     explained = Explained({}, {})
     for code, ids in sorted(ids_by_code.items()):

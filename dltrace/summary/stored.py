@@ -24,4 +24,4 @@ def row_ids(session, result: str, row: int) -> tuple[SavedResult, np.ndarray]:
     store = ResultStore(session.catalog)
     saved = store.get(result)
     require_lineage(saved)
-    return saved, store.row_ids(session.spark, saved, row)
+    return saved, store.row_ids(saved, row)
