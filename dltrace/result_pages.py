@@ -24,8 +24,13 @@ PLAIN_TYPES = re.compile(r"(tinyint|smallint|int|bigint|float|double|boolean|str
 
 def readable_without_spark(result: SavedResult) -> bool:
     """Whether every column of ``result`` reads with pyarrow as Spark gives it."""
-    return all(PLAIN_TYPES.match(kind) for name, kind in result.schema.items()
-               if name not in (POSITION, ROW, DL, SHARED_REFS))
+    return plain_types(result.schema, (POSITION, ROW, DL, SHARED_REFS))
+
+
+def plain_types(schema: dict[str, str], besides: tuple[str, ...] = ()) -> bool:
+    """Whether every column of ``schema`` (Spark's type names), ``besides`` these, is of a type
+    pyarrow gives as Spark does."""
+    return all(PLAIN_TYPES.match(kind) for name, kind in schema.items() if name not in besides)
 
 
 def rows_at(store, result: SavedResult, rows: np.ndarray):
@@ -55,9 +60,13 @@ def every_row(store, result: SavedResult, columns: list[str]):
 
 def dataset(store, relative: str):
     """A saved file (a directory of Parquet parts) of the catalog, as a pyarrow dataset."""
+    return parquet_dataset(store.path(relative))
+
+
+def parquet_dataset(location):
+    """Parquet at a ``storage.Location`` (a file or a directory of parts), as a pyarrow dataset."""
     import pyarrow.dataset as ds
 
-    location = store.path(relative)
     return ds.dataset(location.path, filesystem=location.fs, format="parquet")
 
 

@@ -2,7 +2,8 @@
 same rows, values and whole DLs, over shared sets, references to upstream results, several
 partitions and results saved before row positions.  So does stored impact read from the same
 files (dltrace/impact/files.py, the command line's): the same affected rows and narrowed DLs,
-with and without forward indexes."""
+with and without forward indexes, the same bad ids for the predicates it evaluates (NULLs as
+SQL has them) and None for the others, and the same base rows for explain."""
 
 from __future__ import annotations
 
@@ -13,8 +14,11 @@ import numpy as np
 import pytest
 
 from dltrace import result_pages
-from dltrace.commands.impact import first_rows, from_files
-from dltrace.impact.search import impact
+from dltrace.commands.output import first_rows, from_files
+from dltrace.impact import files
+from dltrace.impact.backward import explain
+from dltrace.impact.search import collect_bad_ids, impact
+from dltrace.impact.source import parse_source
 from dltrace.results import DL, ROW
 from dltrace.spark import session_conf
 from tests.conftest import stored_before_positions, tpch_copy
@@ -101,3 +105,52 @@ def test_stored_impact_from_the_files_as_from_spark(pages, source):
             assert {name: first_rows(table, None) for name, table in files.items()} == expected
     if "< 0" not in source:
         assert any(expected.values()), "the source reaches some saved rows"
+
+
+EVALUATED = ["orders WHERE o_orderkey = 1", "orders WHERE o_custkey IN (1, 2, 3) AND NOT o_orderkey BETWEEN 10 AND 100",
+             "customer WHERE c_custkey < 30 OR 7 = c_nationkey", "nation WHERE n_name = 'GERMANY'",
+             "nation WHERE NOT n_name IN ('GERMANY', 'FRANCE')", "orders WHERE _dl_id <= 281474976710660",
+             "orders WHERE o_orderkey >= -5 AND o_shippriority <> 1",
+             # NULLs: NOT IN, NOT of OR, NOT BETWEEN over NULL are NULL (the row is not bad)
+             "nulls WHERE NOT k IN (1, 5)", "nulls WHERE NOT (k = 1 OR s = 'b')", "nulls WHERE k IS NULL",
+             "nulls WHERE NOT k BETWEEN 0 AND 1", "nulls WHERE k <> 1 OR s IS NOT NULL", "nulls WHERE s != 'a'"]
+LEFT_TO_SPARK = ["orders WHERE o_orderdate = DATE '1995-01-01'", "orders WHERE o_orderkey = 1.5",
+                 "orders WHERE o_orderkey = '1'", "customer WHERE c_custkey IN (SELECT o_custkey FROM orders)",
+                 "orders WHERE o_orderkey + 1 = 2", "nation WHERE n_name < 'B'",
+                 "orders WHERE o_shippriority = 3000000000",
+                 "nulls WHERE k IN (1, NULL)", "orders WHERE o_totalprice > 100"]
+
+
+@pytest.fixture(scope="module")
+def with_nulls(pages, tmp_path_factory):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path_factory.mktemp("nulls") / "nulls.parquet"
+    pq.write_table(pa.table({"k": pa.array([1, 2, None, None, 7], pa.int64()),
+                             "s": pa.array(["a", None, "b", None, "c"])}), path)
+    pages.register("nulls", path, order_by=["k", "s"])
+    return pages
+
+
+@pytest.mark.parametrize("source", EVALUATED)
+def test_bad_ids_from_the_files_as_from_spark(with_nulls, source):
+    bad = parse_source(source, with_nulls.catalog)
+    found = files.bad_ids(with_nulls.catalog, bad)
+    assert found is not None, "evaluated by pyarrow"
+    assert found.tolist() == collect_bad_ids(with_nulls, bad).tolist()
+
+
+@pytest.mark.parametrize("source", LEFT_TO_SPARK)
+def test_other_predicates_are_left_to_spark(with_nulls, source):
+    assert files.bad_ids(with_nulls.catalog, parse_source(source, with_nulls.catalog)) is None
+
+
+@pytest.mark.parametrize("name", ["pg_shared", "pg_grouped", "pg_both"])
+def test_explain_from_the_files_as_from_spark(pages, name):
+    by_files, by_spark = explain(pages, name, 0, from_files=True), explain(pages, name, 0)
+    assert by_files.ids == by_spark.ids and list(by_files) == list(by_spark)
+    assert all(from_files(table) for table in by_files.values())
+    for table, frame in by_spark.items():
+        assert first_rows(by_files[table], None) == first_rows(frame, None)
+        assert by_files[table].column_names == frame.columns

@@ -28,6 +28,9 @@ COMMANDS = {
     "impact": ["impact", "--source", DEMO_BAD_ROW],
     "explain": ["explain", "--result", "custrev", "--row", "0"],
     "results": ["results"],
+    # a predicate with a subquery: its bad ids found by Spark (dltrace/impact/files.py)
+    "impact, by Spark": ["impact", "--source", "orders WHERE o_custkey IN (SELECT c_custkey FROM customer "
+                                               "WHERE c_nationkey = 7)"],
 }
 
 

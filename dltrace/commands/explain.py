@@ -8,7 +8,9 @@ import sys
 from dataclasses import asdict
 
 from dltrace.commands.common import OUTPUTS, Parents, open_session, reporting_warnings
+from dltrace.commands.output import columns_of, first_rows, from_files
 from dltrace.formatting import output_limit, write_json, write_table
+from dltrace.impact.backward import explain
 from dltrace.summary.summaries import DEFAULT_PATTERNS, LINEAGE_SAMPLE, Summary, check_options
 
 
@@ -37,7 +39,8 @@ def run(args: argparse.Namespace) -> int:
 def explain_rows(session, args: argparse.Namespace) -> int:
     limit = output_limit(args)
     through = session.store.upstream(args.result)
-    explained = session.explain(args.result, args.row)  # before any output: a failure prints nothing else
+    # before any output: a failure prints nothing else; tables pyarrow reads as Spark would, without Spark
+    explained = explain(session, args.result, args.row, from_files=True)
     counts = ids_by_table(args.result.lower(), args.row, explained.ids)
     if args.format == "table":
         print(counts)
@@ -46,12 +49,13 @@ def explain_rows(session, args: argparse.Namespace) -> int:
         print()
     for table, frame in explained.items():
         if args.format == "json":
-            write_json(({"table": table, **row.asDict()} for row in frame.toLocalIterator()), sys.stdout)
+            rows = frame.to_pylist() if from_files(frame) else (row.asDict() for row in frame.toLocalIterator())
+            write_json(({"table": table, **row} for row in rows), sys.stdout)
             continue
-        rows = [row.asDict() for row in frame.limit(limit + 1).collect()]
+        rows = first_rows(frame, limit)
         more = f" (first {limit}: raise --limit)" if len(rows) > limit else ""
         print(f"{table}: {_ids(explained.ids[table])}{more}")
-        write_table(rows[:limit], frame.columns, session.catalog, sys.stdout)
+        write_table(rows[:limit], columns_of(frame), session.catalog, sys.stdout)
         print()
     if args.format == "json":  # stdout keeps one JSON object per base row
         print(f"dltrace: {counts}", file=sys.stderr)

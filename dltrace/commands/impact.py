@@ -7,7 +7,8 @@ import sys
 import warnings
 
 from dltrace.commands.common import OUTPUTS, Parents, open_session, query_text, reporting_warnings
-from dltrace.formatting import output_limit, row_dicts, table_footer, write_json, write_table
+from dltrace.commands.output import columns_of, count_of, first_rows
+from dltrace.formatting import output_limit, table_footer, write_json, write_table
 from dltrace.impact.search import MODES, ImpactWarning, collect_bad_ids, impact, matches_nothing
 from dltrace.impact.source import SOURCE_FORM, parse_source
 
@@ -77,29 +78,3 @@ def impact_everywhere(session, args: argparse.Namespace, limit: int | None) -> i
         table = parse_source(args.source, session.catalog).table
         print(f"({affected} affected rows in {len(found)} saved results whose lineage reaches {table})")
     return 0
-
-
-
-
-def first_rows(answer, limit: int | None) -> list[dict]:
-    """The first ``limit`` + 1 affected rows (all without a limit) as dicts, ``DL`` a list of
-    ids: from a Spark DataFrame, or from a pyarrow Table read from the saved files."""
-    if from_files(answer):
-        return list(row_dicts(answer.slice(0, limit + 1).to_pylist() if limit is not None else answer.to_pylist()))
-    return list(row_dicts((answer.limit(limit + 1) if limit is not None else answer).collect()))
-
-
-def columns_of(answer) -> list[str]:
-    return answer.column_names if from_files(answer) else answer.columns
-
-
-def count_of(answer) -> int:
-    return answer.num_rows if from_files(answer) else answer.count()
-
-
-def from_files(answer) -> bool:
-    """Whether an answer is a pyarrow Table (``impact.files``), not a Spark DataFrame (whose
-    attribute lookup answers any name with a column, so no ``hasattr`` test tells them apart)."""
-    import pyarrow as pa
-
-    return isinstance(answer, pa.Table)

@@ -1,4 +1,5 @@
-"""A query's rows with lineage on stdout, as ``--format`` says (``sql`` and ``run``)."""
+"""A query's rows with lineage on stdout, as ``--format`` says (``sql`` and ``run``), and the
+first rows of an answer that is a Spark DataFrame or a pyarrow Table (``impact``, ``explain``)."""
 
 from __future__ import annotations
 
@@ -57,3 +58,27 @@ def table_rows(session, frame, limit: int) -> list[dict]:
         for row in rows:
             row[DL] = np.union1d(np.asarray(row[DL], dtype=np.int64), shared)
     return rows
+
+
+def first_rows(answer, limit: int | None) -> list[dict]:
+    """The first ``limit`` + 1 rows (all without a limit) as dicts, ``DL`` a list of
+    ids: from a Spark DataFrame, or from a pyarrow Table read from the saved files."""
+    if from_files(answer):
+        return list(row_dicts(answer.slice(0, limit + 1).to_pylist() if limit is not None else answer.to_pylist()))
+    return list(row_dicts((answer.limit(limit + 1) if limit is not None else answer).collect()))
+
+
+def columns_of(answer) -> list[str]:
+    return answer.column_names if from_files(answer) else answer.columns
+
+
+def count_of(answer) -> int:
+    return answer.num_rows if from_files(answer) else answer.count()
+
+
+def from_files(answer) -> bool:
+    """Whether an answer is a pyarrow Table (``impact.files``), not a Spark DataFrame (whose
+    attribute lookup answers any name with a column, so no ``hasattr`` test tells them apart)."""
+    import pyarrow as pa
+
+    return isinstance(answer, pa.Table)

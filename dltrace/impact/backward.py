@@ -17,6 +17,7 @@ import numpy as np
 from dltrace.catalog import ID_COLUMN, quoted
 from dltrace.engine import Engine
 from dltrace.ids import ROW_BITS
+from dltrace.impact import files
 from dltrace.impact.search import LITERAL_IDS
 from dltrace.results import ResultStore
 from dltrace.table_data import table_rows
@@ -31,21 +32,27 @@ class Explained(dict):
         self.ids = ids
 
 
-def explain(session: Engine, result: str, row: int) -> Explained:
+def explain(session: Engine, result: str, row: int, from_files: bool = False) -> Explained:
     """``{table: DataFrame of its base rows in DL(row)}``: ``_dl_id`` then the table's columns
-    (``Explained``: also how many ids each table gave)."""
+    (``Explained``: also how many ids each table gave).  With ``from_files``, a table whose
+    rows pyarrow reads as Spark would gives a pyarrow Table instead (``files.base_rows``; the
+    command line), and Spark is not started for it."""
     import pyarrow as pa
     from pyspark.sql import functions as F
 
     store = ResultStore(session.catalog)
     saved = store.get(result)
-    spark = session.spark
     ids = store.row_ids(saved, row)  # its own ids and those of the shared sets it names
     ids_by_code = {int(code): ids[(ids >> ROW_BITS) == code] for code in np.unique(ids >> ROW_BITS)}
     explained = Explained({}, {})
     for code, ids in sorted(ids_by_code.items()):
         table = session.catalog.table_of_code(code)
         explained.ids[table] = len(ids)
+        read = files.base_rows(session.catalog, table, saved.lineage_tables.get(table), ids) if from_files else None
+        if read is not None:
+            explained[table] = read
+            continue
+        spark = session.spark
         data = None
         for version in saved.lineage_tables.get(table) or [None]:
             frame = table_rows(spark, session.catalog, table, version)

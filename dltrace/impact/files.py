@@ -1,6 +1,18 @@
-"""Stored impact read from a saved result's files with pyarrow, no Spark: the command line's
-``dltrace impact`` over saved results, which once warm must answer in about the time it takes
-to find the bad ids (issue 43).
+"""Impact and explain read from the catalog's files with pyarrow, no Spark: the command line's
+``dltrace impact`` and ``dltrace explain``, which must answer in about a second, warm or not
+(issue 43).  Where these readers cannot give what Spark would, they answer None and the
+caller asks Spark.
+
+**Bad ids** (``bad_ids``): a copied table (``_dl_id`` stored; an in-place table's ids are
+computed as Spark reads it) of fewer than ``KEY_INDEX_MIN_ROWS`` rows, and a predicate made
+of comparisons of a column with a literal of its own kind (integers of the column's range;
+strings by equality), IN lists, BETWEEN, IS NULL, AND, OR and NOT: evaluated by pyarrow with
+SQL's three-valued logic (an IN list as ORs of equalities, so that NOT IN over NULL is NULL).
+
+**Base rows** (``base_rows``): a copied table's rows by id, of one data version, whose
+columns are all of types pyarrow gives as Spark does.
+
+**Stored impact** (``affected_rows``):
 
 The answer is ``search.search_result``'s, row for row: the rows whose whole DL holds a bad id
 (their own ids, the shared sets they name, the upstream rows they name), each with ``DL``
@@ -9,24 +21,53 @@ narrowed to the bad ids it holds, in ``_row`` order.  Rows are found by the forw
 holds a bad id reaches every row naming it; an upstream save is searched once (``searched``)
 and its hit rows are then looked up by their names, like ids.  Columns are given as Spark
 gives them only for plain types (``result_pages.readable_without_spark``): for other results
-the caller asks Spark.
+the caller asks Spark (and files pyarrow cannot read, missing or damaged, are left to Spark,
+which says what is wrong with them as it always has).
 """
 
 from __future__ import annotations
 
+import functools
+import operator
+from collections.abc import Callable
+from typing import TypeVar
+
 import numpy as np
+from sqlglot import exp
 
+from dltrace.catalog import ID_COLUMN, Catalog
 from dltrace.ids import ROW_BITS
+from dltrace.impact.key_index import KEY_INDEX_MIN_ROWS
+from dltrace.impact.source import Source
 from dltrace.result_format import DL, INDEX_ID, ROW, SHARED_ID, SHARED_REFS, SHARED_SET, SavedResult
-from dltrace.result_pages import dataset, every_row, rows_at
+from dltrace.result_pages import dataset, every_row, parquet_dataset, plain_types, rows_at
+from dltrace.table_data import version_files
 
+T = TypeVar("T")
 Pairs = tuple[np.ndarray, np.ndarray]  # (row numbers, ids) of equal length, pair by pair
 
 
+def or_none(read: Callable[..., T]) -> Callable[..., T | None]:
+    """``read``, answering None when pyarrow cannot read the files (Spark then says why)."""
+
+    @functools.wraps(read)
+    def reading(*args, **kwargs) -> T | None:
+        import pyarrow as pa
+
+        try:
+            return read(*args, **kwargs)
+        except (OSError, pa.ArrowException):
+            return None
+
+    return reading
+
+
+@or_none
 def affected_rows(store, result: SavedResult, ids: np.ndarray, use_index: bool = True,
                   searched: dict | None = None):
     """The rows of ``result`` whose whole DL holds one of ``ids``, ``DL`` narrowed to those
-    ids, in ``_row`` order: a pyarrow Table of ``_row``, the result's columns and ``DL``."""
+    ids, in ``_row`` order: a pyarrow Table of ``_row``, the result's columns and ``DL`` (None
+    when its files do not read)."""
     import pyarrow as pa
 
     rows, hit_ids = hit_pairs(store, result, np.asarray(ids, dtype=np.int64), use_index,
@@ -111,3 +152,111 @@ def joined(rows: np.ndarray, keys: np.ndarray, other_keys: np.ndarray, values: n
 
 def no_pairs() -> Pairs:
     return np.array([], dtype=np.int64), np.array([], dtype=np.int64)
+
+
+INTEGERS = {"tinyint": 8, "smallint": 16, "int": 32, "bigint": 64}  # bits of Spark's integer types
+COMPARISONS = {exp.EQ: "==", exp.NEQ: "!=", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
+OPERATORS = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
+             ">=": operator.ge}
+MIRRORED = {"==": "==", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}  # literal OP column
+
+
+@or_none
+def bad_ids(catalog: Catalog, source: Source) -> np.ndarray | None:
+    """The ids (sorted int64) of the rows ``source`` names, or None when Spark must find them."""
+    entry = catalog.entry(source.table)
+    rows = next((old["rows"] for old in entry.previous if old["version"] == source.version), entry.rows)
+    schema = entry.version_schema(source.version)
+    if version_files(entry, source.version) or rows >= KEY_INDEX_MIN_ROWS or not schema:
+        return None
+    condition = arrow_condition(source.predicate, source.table, schema)
+    if condition is None:
+        return None
+    found = parquet_dataset(catalog.data_path(source.table, source.version)).to_table(columns=[ID_COLUMN],
+                                                                                      filter=condition)
+    return np.unique(found.column(0).to_numpy().astype(np.int64))
+
+
+def arrow_condition(predicate: exp.Expression, table: str, schema: dict[str, str]):
+    """``predicate`` as a pyarrow dataset filter keeping exactly the rows Spark's WHERE keeps,
+    or None when it holds anything else (the caller asks Spark)."""
+    import pyarrow.dataset as ds
+
+    names = {name.lower(): name for name in schema}
+
+    def column(node: exp.Expression) -> str | None:
+        if isinstance(node, exp.Column) and node.table.lower() in ("", table) and not node.args.get("db"):
+            return names.get(node.name.lower())
+        return None
+
+    def value(node: exp.Expression, kind: str):
+        negative = isinstance(node, exp.Neg)
+        node = node.this if negative else node
+        if not isinstance(node, exp.Literal):
+            return None
+        if kind in INTEGERS and not node.is_string and node.this.isdigit():
+            number = -int(node.this) if negative else int(node.this)
+            half = 1 << (INTEGERS[kind] - 1)
+            return number if -half <= number < half else None
+        return node.this if kind == "string" and node.is_string and not negative else None
+
+    def compared(field: str, comparison: str, literal: exp.Expression):
+        kind = schema[field]
+        found = value(literal, kind)
+        if found is None or (kind == "string" and comparison not in ("==", "!=")):
+            return None
+        return OPERATORS[comparison](ds.field(field), found)
+
+    def translated(node: exp.Expression):
+        if isinstance(node, exp.Paren):
+            return translated(node.this)
+        if isinstance(node, (exp.And, exp.Or)):
+            left, right = translated(node.left), translated(node.right)
+            if left is None or right is None:
+                return None
+            return left & right if isinstance(node, exp.And) else left | right  # Kleene, as SQL
+        if isinstance(node, exp.Not):
+            inner = translated(node.this)
+            return None if inner is None else ~inner
+        if isinstance(node, exp.Is) and isinstance(node.expression, exp.Null) and column(node.this):
+            return ds.field(column(node.this)).is_null()
+        if type(node) in COMPARISONS:
+            comparison = COMPARISONS[type(node)]
+            if column(node.this):
+                return compared(column(node.this), comparison, node.expression)
+            if column(node.expression):
+                return compared(column(node.expression), MIRRORED[comparison], node.this)
+            return None
+        if isinstance(node, exp.In) and column(node.this) and node.expressions and not node.args.get("query"):
+            parts = [compared(column(node.this), "==", item) for item in node.expressions]
+            if any(part is None for part in parts):
+                return None
+            found = parts[0]
+            for part in parts[1:]:
+                found = found | part  # NULL IN (...) is NULL, not false: NOT IN keeps it out
+            return found
+        if isinstance(node, exp.Between) and column(node.this):
+            low = compared(column(node.this), ">=", node.args["low"])
+            high = compared(column(node.this), "<=", node.args["high"])
+            return None if low is None or high is None else low & high
+        return None
+
+    return translated(predicate)
+
+
+@or_none
+def base_rows(catalog: Catalog, table: str, versions: list[int] | None, ids: np.ndarray):
+    """``_dl_id`` then the columns of ``table``'s rows whose ids are ``ids``, sorted by id (a
+    pyarrow Table), as ``backward.explain`` has them; None when Spark must read them: a table
+    read in place, rows of several data versions, or columns of other types."""
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+
+    entry = catalog.entry(table)
+    version = (versions or [None])[0]
+    schema = entry.version_schema(version)
+    if len(versions or [None]) > 1 or version_files(entry, version) or not schema or not plain_types(schema):
+        return None
+    found = parquet_dataset(catalog.data_path(table, version)).to_table(
+        columns=[ID_COLUMN, *(c for c in schema if c != ID_COLUMN)], filter=ds.field(ID_COLUMN).isin(ids))
+    return found.take(pc.sort_indices(found.column(ID_COLUMN)))

@@ -92,13 +92,12 @@ def impact_everywhere(session: Engine, source: Source, mode: str = "stored", use
                                     f"changed since they were saved are not in their lineage"), stacklevel=3)
     if mode == "reeval":
         return {r.name: reeval_impact(session, source, r.query, r.semantics) for r in candidates}
-    ids = collect_bad_ids(session, source)
+    ids = bad_ids(session, source, from_files)
     if not len(ids):
         warnings.warn(ImpactWarning(f"no rows match {source.text}: nothing is affected"), stacklevel=3)
     searched: dict = {}  # an upstream save that several results reference is searched once
     read: dict = {}  # the same, read from the files
-    return {r.name: files.affected_rows(store, r, ids, use_index, read) if from_files and readable_without_spark(r)
-            else search_result(session, store, r, ids, use_index, searched) for r in candidates}
+    return {r.name: answer(session, store, r, ids, use_index, from_files, searched, read) for r in candidates}
 
 
 def bad_rows(session: Engine, source: Source):
@@ -116,6 +115,13 @@ def bad_rows(session: Engine, source: Source):
         )
     except BadInput as error:
         raise BadInput(f"--source {source.text}: {error}") from None
+
+
+def bad_ids(session: Engine, source: Source, from_files: bool = False) -> np.ndarray:
+    """The bad ids (sorted int64): read with pyarrow when ``from_files`` and the table and
+    predicate allow it (``files.bad_ids``), else by Spark."""
+    found = files.bad_ids(session.catalog, source) if from_files else None
+    return found if found is not None else collect_bad_ids(session, source)
 
 
 def collect_bad_ids(session: Engine, source: Source) -> np.ndarray:
@@ -143,13 +149,22 @@ def int_column(frame) -> np.ndarray:
 def stored_impact(session: Engine, source: Source, saved: SavedResult, use_index: bool = True,
                   from_files: bool = False):
     """The rows of ``saved`` whose DL overlaps the bad ids, ``DL`` narrowed to those ids."""
-    ids = collect_bad_ids(session, source)
+    ids = bad_ids(session, source, from_files)
     if not len(ids):
         warnings.warn(ImpactWarning(f"no rows match the source '{source.text}': nothing is affected"), stacklevel=3)
     store = ResultStore(session.catalog)
+    return answer(session, store, saved, ids, use_index, from_files)
+
+
+def answer(session: Engine, store: ResultStore, saved: SavedResult, ids: np.ndarray, use_index: bool,
+           from_files: bool, searched: dict | None = None, read: dict | None = None):
+    """``search_result``'s answer; read from the files instead (a pyarrow Table) when
+    ``from_files`` and they give what Spark would (``files.affected_rows``)."""
     if from_files and readable_without_spark(saved):
-        return files.affected_rows(store, saved, ids, use_index)
-    return search_result(session, store, saved, ids, use_index)
+        found = files.affected_rows(store, saved, ids, use_index, read)
+        if found is not None:
+            return found
+    return search_result(session, store, saved, ids, use_index, searched)
 
 
 def search_result(session: Engine, store: ResultStore, saved: SavedResult, ids: np.ndarray, use_index: bool = True,
