@@ -180,68 +180,82 @@ def bad_ids(catalog: Catalog, source: Source) -> np.ndarray | None:
 def arrow_condition(predicate: exp.Expression, table: str, schema: dict[str, str]):
     """``predicate`` as a pyarrow dataset filter keeping exactly the rows Spark's WHERE keeps,
     or None when it holds anything else (the caller asks Spark)."""
-    import pyarrow.dataset as ds
+    return ArrowCondition(table, schema).translated(predicate)
 
-    names = {name.lower(): name for name in schema}
 
-    def column(node: exp.Expression) -> str | None:
-        if isinstance(node, exp.Column) and node.table.lower() in ("", table) and not node.args.get("db"):
-            return names.get(node.name.lower())
-        return None
+class ArrowCondition:
+    """The translation of a predicate over ``table`` (its columns' Spark types ``schema``)."""
 
-    def value(node: exp.Expression, kind: str):
-        negative = isinstance(node, exp.Neg)
-        node = node.this if negative else node
-        if not isinstance(node, exp.Literal):
-            return None
-        if kind in INTEGERS and not node.is_string and node.this.isdigit():
-            number = -int(node.this) if negative else int(node.this)
-            half = 1 << (INTEGERS[kind] - 1)
-            return number if -half <= number < half else None
-        return node.this if kind == "string" and node.is_string and not negative else None
+    def __init__(self, table: str, schema: dict[str, str]) -> None:
+        self.table, self.schema = table, schema
+        self.names = {name.lower(): name for name in schema}
 
-    def compared(field: str, comparison: str, literal: exp.Expression):
-        kind = schema[field]
-        found = value(literal, kind)
-        if found is None or (kind == "string" and comparison not in ("==", "!=")):
-            return None
-        return OPERATORS[comparison](ds.field(field), found)
+    def translated(self, node: exp.Expression):
+        import pyarrow.dataset as ds
 
-    def translated(node: exp.Expression):
         if isinstance(node, exp.Paren):
-            return translated(node.this)
+            return self.translated(node.this)
         if isinstance(node, (exp.And, exp.Or)):
-            left, right = translated(node.left), translated(node.right)
+            left, right = self.translated(node.left), self.translated(node.right)
             if left is None or right is None:
                 return None
             return left & right if isinstance(node, exp.And) else left | right  # Kleene, as SQL
         if isinstance(node, exp.Not):
-            inner = translated(node.this)
+            inner = self.translated(node.this)
             return None if inner is None else ~inner
-        if isinstance(node, exp.Is) and isinstance(node.expression, exp.Null) and column(node.this):
-            return ds.field(column(node.this)).is_null()
+        field = self.column(node.this) if isinstance(node, (exp.Is, exp.In, exp.Between)) else None
+        if isinstance(node, exp.Is) and isinstance(node.expression, exp.Null) and field:
+            return ds.field(field).is_null()
         if type(node) in COMPARISONS:
             comparison = COMPARISONS[type(node)]
-            if column(node.this):
-                return compared(column(node.this), comparison, node.expression)
-            if column(node.expression):
-                return compared(column(node.expression), MIRRORED[comparison], node.this)
+            if self.column(node.this):
+                return self.compared(self.column(node.this), comparison, node.expression)
+            if self.column(node.expression):
+                return self.compared(self.column(node.expression), MIRRORED[comparison], node.this)
             return None
-        if isinstance(node, exp.In) and column(node.this) and node.expressions and not node.args.get("query"):
-            parts = [compared(column(node.this), "==", item) for item in node.expressions]
-            if any(part is None for part in parts):
-                return None
-            found = parts[0]
-            for part in parts[1:]:
-                found = found | part  # NULL IN (...) is NULL, not false: NOT IN keeps it out
-            return found
-        if isinstance(node, exp.Between) and column(node.this):
-            low = compared(column(node.this), ">=", node.args["low"])
-            high = compared(column(node.this), "<=", node.args["high"])
+        if isinstance(node, exp.In) and field and node.expressions and not node.args.get("query"):
+            return self.any_equal(field, node.expressions)
+        if isinstance(node, exp.Between) and field:
+            low, high = self.compared(field, ">=", node.args["low"]), self.compared(field, "<=", node.args["high"])
             return None if low is None or high is None else low & high
         return None
 
-    return translated(predicate)
+    def any_equal(self, field: str, items: list[exp.Expression]):
+        """``field IN (items)`` as ORs of equalities: NULL IN (...) is NULL, so NOT IN keeps it out."""
+        parts = [self.compared(field, "==", item) for item in items]
+        if any(part is None for part in parts):
+            return None
+        return functools.reduce(operator.or_, parts)
+
+    def column(self, node: exp.Expression) -> str | None:
+        """The table's column ``node`` names, or None."""
+        if isinstance(node, exp.Column) and node.table.lower() in ("", self.table) and not node.args.get("db"):
+            return self.names.get(node.name.lower())
+        return None
+
+    def compared(self, field: str, comparison: str, literal: exp.Expression):
+        """``field comparison literal``, or None when the literal is not of the column's kind."""
+        import pyarrow.dataset as ds
+
+        kind = self.schema[field]
+        found = literal_value(literal, kind)
+        if found is None or (kind == "string" and comparison not in ("==", "!=")):
+            return None
+        return OPERATORS[comparison](ds.field(field), found)
+
+
+def literal_value(node: exp.Expression, kind: str) -> int | str | None:
+    """A literal's value for a column of Spark type ``kind``: an integer in that type's range,
+    or a string for a string column; None for anything else (Spark would cast)."""
+    negative = isinstance(node, exp.Neg)
+    node = node.this if negative else node
+    if not isinstance(node, exp.Literal):
+        return None
+    if kind in INTEGERS and not node.is_string and node.this.isdigit():
+        number = -int(node.this) if negative else int(node.this)
+        half = 1 << (INTEGERS[kind] - 1)
+        return number if -half <= number < half else None
+    return node.this if kind == "string" and node.is_string and not negative else None
 
 
 @or_none
