@@ -48,19 +48,27 @@ def rows_at(store, result: SavedResult, rows: np.ndarray):
     for run in np.split(wanted, breaks):  # one range per run: pyarrow prunes row groups by their statistics
         in_run = (ds.field(stored) >= int(run[0])) & (ds.field(stored) <= int(run[-1]))
         condition = in_run if condition is None else condition | in_run
-    table = numbered(result, dataset(store, result.data).to_table(filter=condition))
+    table = numbered(result, read(dataset(store, result.data), condition=condition))
     return table.take(pc.sort_indices(table.column(ROW)))
 
 
 def every_row(store, result: SavedResult, columns: list[str]):
     """``_row`` and ``columns`` of every saved row, in file order: a pyarrow Table."""
     stored = POSITION if result.positions is not None else ROW
-    return numbered(result, dataset(store, result.data).to_table(columns=[stored, *columns]))
+    return numbered(result, read(dataset(store, result.data), [stored, *columns]))
 
 
 def dataset(store, relative: str):
     """A saved file (a directory of Parquet parts) of the catalog, as a pyarrow dataset."""
     return parquet_dataset(store.path(relative))
+
+
+def read(parts, columns: list[str] | None = None, condition=None):
+    """The rows of ``parts`` (a pyarrow dataset) (``columns``, ``filter``) as a pyarrow Table, read in this thread:
+    with its thread pools, pyarrow 26 can abort the process as it exits ("terminate called
+    without an active exception", 9 of 60 runs of a script that read one such file), and
+    these reads are small (the row groups a lookup needs)."""
+    return parts.to_table(columns=columns, filter=condition, use_threads=False)
 
 
 def parquet_dataset(location):
@@ -115,8 +123,7 @@ def shared_sets(store, result: SavedResult, names: list[int]) -> dict[int, np.nd
 
     if not names:
         return {}
-    found = dataset(store, result.shared).to_table(columns=[SHARED_SET, SHARED_ID],
-                                                   filter=ds.field(SHARED_SET).isin(names))
+    found = read(dataset(store, result.shared), [SHARED_SET, SHARED_ID], ds.field(SHARED_SET).isin(names))
     set_ids, ids = found.column(SHARED_SET).to_numpy(), found.column(SHARED_ID).to_numpy()
     order = np.argsort(set_ids, kind="stable")
     set_ids, ids = set_ids[order], ids[order]

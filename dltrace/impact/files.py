@@ -40,7 +40,7 @@ from dltrace.ids import ROW_BITS
 from dltrace.impact.key_index import KEY_INDEX_MIN_ROWS
 from dltrace.impact.source import Source
 from dltrace.result_format import DL, INDEX_ID, ROW, SHARED_ID, SHARED_REFS, SHARED_SET, SavedResult
-from dltrace.result_pages import dataset, every_row, parquet_dataset, plain_types, rows_at
+from dltrace.result_pages import dataset, every_row, parquet_dataset, plain_types, read, rows_at
 from dltrace.table_data import version_files
 
 T = TypeVar("T")
@@ -110,8 +110,7 @@ def id_pairs(store, result: SavedResult, wanted: np.ndarray, use_index: bool) ->
     import pyarrow.dataset as ds
 
     if use_index and result.index:
-        found = dataset(store, result.index).to_table(columns=[INDEX_ID, ROW],
-                                                      filter=ds.field(INDEX_ID).isin(wanted))
+        found = read(dataset(store, result.index), [INDEX_ID, ROW], ds.field(INDEX_ID).isin(wanted))
         return found.column(ROW).to_numpy(), found.column(INDEX_ID).to_numpy()
     table = every_row(store, result, [DL])
     lists = table.column(DL).combine_chunks()
@@ -126,8 +125,7 @@ def shared_pairs(store, result: SavedResult, ids: np.ndarray) -> Pairs:
     import pyarrow.compute as pc
     import pyarrow.dataset as ds
 
-    found = dataset(store, result.shared).to_table(columns=[SHARED_SET, SHARED_ID],
-                                                   filter=ds.field(SHARED_ID).isin(ids))
+    found = read(dataset(store, result.shared), [SHARED_SET, SHARED_ID], ds.field(SHARED_ID).isin(ids))
     if not found.num_rows:
         return no_pairs()
     naming = every_row(store, result, [SHARED_REFS])
@@ -172,8 +170,7 @@ def bad_ids(catalog: Catalog, source: Source) -> np.ndarray | None:
     condition = arrow_condition(source.predicate, source.table, schema)
     if condition is None:
         return None
-    found = parquet_dataset(catalog.data_path(source.table, source.version)).to_table(columns=[ID_COLUMN],
-                                                                                      filter=condition)
+    found = read(parquet_dataset(catalog.data_path(source.table, source.version)), [ID_COLUMN], condition)
     return np.unique(found.column(0).to_numpy().astype(np.int64))
 
 
@@ -271,6 +268,6 @@ def base_rows(catalog: Catalog, table: str, versions: list[int] | None, ids: np.
     schema = entry.version_schema(version)
     if len(versions or [None]) > 1 or version_files(entry, version) or not schema or not plain_types(schema):
         return None
-    found = parquet_dataset(catalog.data_path(table, version)).to_table(
-        columns=[ID_COLUMN, *(c for c in schema if c != ID_COLUMN)], filter=ds.field(ID_COLUMN).isin(ids))
+    columns = [ID_COLUMN, *(c for c in schema if c != ID_COLUMN)]
+    found = read(parquet_dataset(catalog.data_path(table, version)), columns, ds.field(ID_COLUMN).isin(ids))
     return found.take(pc.sort_indices(found.column(ID_COLUMN)))
