@@ -106,7 +106,8 @@ def plot(cold: dict, warm: dict, path: Path) -> None:
     names = list(cold)
     figure, axes = plt.subplots(figsize=(6, 3))
     positions = range(len(names))
-    axes.barh([p + 0.2 for p in positions], [cold[n] for n in names], height=0.4, label="cold (a JVM per command)")
+    axes.barh([p + 0.2 for p in positions], [cold[n] for n in names], height=0.4,
+              label="cold (no server: a JVM for each command that needs Spark)")
     axes.barh([p - 0.2 for p in positions], [warm[n] for n in names], height=0.4, label="warm (dltrace server)")
     axes.set_yticks(list(positions), names)
     axes.set_xlabel("seconds per command")
