@@ -64,10 +64,10 @@ def dataset(store, relative: str):
 
 
 def read(parts, columns: list[str] | None = None, condition=None):
-    """The rows of ``parts`` (a pyarrow dataset) (``columns``, ``filter``) as a pyarrow Table, read in this thread:
-    with its thread pools, pyarrow 26 can abort the process as it exits ("terminate called
-    without an active exception", 9 of 60 runs of a script that read one such file), and
-    these reads are small (the row groups a lookup needs)."""
+    """``columns`` of the rows of ``parts`` (a pyarrow dataset) that meet ``condition``, read in
+    this thread: with its thread pools, pyarrow 26 can abort the process as it exits
+    ("terminate called without an active exception", 9 of 60 runs of a script that read one
+    such file), and these reads are small (the row groups a lookup needs)."""
     return parts.to_table(columns=columns, filter=condition, use_threads=False)
 
 

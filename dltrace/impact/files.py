@@ -1,7 +1,7 @@
 """Impact and explain read from the catalog's files with pyarrow, no Spark: the command line's
 ``dltrace impact`` and ``dltrace explain``, which must answer in about a second, warm or not
-(issue 43).  Where these readers cannot give what Spark would, they answer None and the
-caller asks Spark.
+(docs/performance.md, 2026-11-28: 1.3 s and 1.4 s on the demo catalog).  Where these
+readers cannot give what Spark would, they answer None and the caller asks Spark.
 
 **Bad ids** (``bad_ids``): a copied table (``_dl_id`` stored; an in-place table's ids are
 computed as Spark reads it) of fewer than ``KEY_INDEX_MIN_ROWS`` rows, and a predicate made
@@ -106,34 +106,35 @@ def hit_pairs(store, result: SavedResult, ids: np.ndarray, use_index: bool, sear
 
 def id_pairs(store, result: SavedResult, wanted: np.ndarray, use_index: bool) -> Pairs:
     """``(row, id)`` for each of ``wanted`` (sorted ids) in a row's own DL."""
-    import pyarrow.compute as pc
     import pyarrow.dataset as ds
 
     if use_index and result.index:
         found = read(dataset(store, result.index), [INDEX_ID, ROW], ds.field(INDEX_ID).isin(wanted))
         return found.column(ROW).to_numpy(), found.column(INDEX_ID).to_numpy()
-    table = every_row(store, result, [DL])
-    lists = table.column(DL).combine_chunks()
-    ids = pc.list_flatten(lists).to_numpy(zero_copy_only=False)
-    owners = pc.list_parent_indices(lists).to_numpy(zero_copy_only=False)
+    rows, ids = exploded(store, result, DL)
     kept = np.isin(ids, wanted)
-    return table.column(ROW).to_numpy()[owners[kept]], ids[kept]
+    return rows[kept], ids[kept]
 
 
 def shared_pairs(store, result: SavedResult, ids: np.ndarray) -> Pairs:
     """``(row, id)`` for each of ``ids`` in a shared set a row names: each set read once."""
-    import pyarrow.compute as pc
     import pyarrow.dataset as ds
 
     found = read(dataset(store, result.shared), [SHARED_SET, SHARED_ID], ds.field(SHARED_ID).isin(ids))
     if not found.num_rows:
         return no_pairs()
-    naming = every_row(store, result, [SHARED_REFS])
-    lists = naming.column(SHARED_REFS).combine_chunks()
-    sets = pc.list_flatten(lists).to_numpy(zero_copy_only=False)
+    rows, sets = exploded(store, result, SHARED_REFS)
+    return joined(rows, sets, found.column(SHARED_SET).to_numpy(), found.column(SHARED_ID).to_numpy())
+
+
+def exploded(store, result: SavedResult, column: str) -> Pairs:
+    """``(row, element)`` for each element of list ``column`` (``DL``, ``DL_shared``) of every saved row."""
+    import pyarrow.compute as pc
+
+    table = every_row(store, result, [column])
+    lists = table.column(column).combine_chunks()
     owners = pc.list_parent_indices(lists).to_numpy(zero_copy_only=False)
-    return joined(naming.column(ROW).to_numpy()[owners], sets,
-                  found.column(SHARED_SET).to_numpy(), found.column(SHARED_ID).to_numpy())
+    return table.column(ROW).to_numpy()[owners], pc.list_flatten(lists).to_numpy(zero_copy_only=False)
 
 
 def joined(rows: np.ndarray, keys: np.ndarray, other_keys: np.ndarray, values: np.ndarray) -> Pairs:
