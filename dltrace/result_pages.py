@@ -33,9 +33,18 @@ def plain_types(schema: dict[str, str], besides: tuple[str, ...] = ()) -> bool:
     return all(PLAIN_TYPES.match(kind) for name, kind in schema.items() if name not in besides)
 
 
-def rows_at(store, result: SavedResult, rows: np.ndarray):
+def from_files(answer) -> bool:
+    """Whether an answer is a pyarrow Table (``impact.files``), not a Spark DataFrame (whose
+    attribute lookup answers any name with a column, so no ``hasattr`` test tells them apart)."""
+    import pyarrow as pa
+
+    return isinstance(answer, pa.Table)
+
+
+def rows_at(store, result: SavedResult, rows: np.ndarray, columns: list[str] | None = None):
     """The saved rows numbered ``rows`` (numpy int64), as ``ResultStore.rows`` has them
-    (``_row``, the columns, ``DL``, ``DL_shared``), in ``_row`` order: a pyarrow Table."""
+    (``_row``, the columns, ``DL``, ``DL_shared``; or ``_row`` and ``columns``), in ``_row``
+    order: a pyarrow Table."""
     import pyarrow.compute as pc
     import pyarrow.dataset as ds
 
@@ -48,7 +57,7 @@ def rows_at(store, result: SavedResult, rows: np.ndarray):
     for run in np.split(wanted, breaks):  # one range per run: pyarrow prunes row groups by their statistics
         in_run = (ds.field(stored) >= int(run[0])) & (ds.field(stored) <= int(run[-1]))
         condition = in_run if condition is None else condition | in_run
-    table = numbered(result, read(dataset(store, result.data), condition=condition))
+    table = numbered(result, read(dataset(store, result.data), columns and [stored, *columns], condition))
     return table.take(pc.sort_indices(table.column(ROW)))
 
 
@@ -94,8 +103,14 @@ def numbered(result: SavedResult, table):
     return table.drop_columns([POSITION]).add_column(0, ROW, pa.array(numbers, pa.int64()))
 
 
+def lineage_columns(result: SavedResult) -> list[str]:
+    """The columns of a saved row that ``whole_lineages`` reads: its ids and shared-set names."""
+    return [DL, SHARED_REFS] if result.shared else [DL]
+
+
 def whole_lineages(store, result: SavedResult, table) -> list[np.ndarray]:
-    """Each row's whole DL (sorted numpy int64 ids) of ``table`` (from ``rows_at``)."""
+    """Each row's whole DL (sorted numpy int64 ids) of ``table`` (from ``rows_at``, with
+    ``lineage_columns`` at least)."""
     own = [np.asarray(ids or [], dtype=np.int64) for ids in table.column(DL).to_pylist()]
     # ids at or past FIRST_REFERENCE_ID name upstream rows only in a result that has upstream saves
     parts: list[list[np.ndarray]] = [[ids[ids < FIRST_REFERENCE_ID] if result.references else ids] for ids in own]
@@ -110,7 +125,7 @@ def whole_lineages(store, result: SavedResult, table) -> list[np.ndarray]:
             wanted = np.unique(np.concatenate(named_rows)) if named_rows else np.array([], dtype=np.int64)
             if not len(wanted):
                 continue
-            upstream_rows = rows_at(store, upstream, wanted)
+            upstream_rows = rows_at(store, upstream, wanted, lineage_columns(upstream))
             resolved = dict(zip(upstream_rows.column(ROW).to_pylist(), whole_lineages(store, upstream, upstream_rows)))
             for row_parts, rows in zip(parts, named_rows):
                 row_parts.extend(resolved[int(r)] for r in rows)

@@ -190,7 +190,8 @@ class ResultStore:
 
         if not 0 <= row < result.rows:
             raise BadInput(f"result {result.name} has rows 0..{result.rows - 1}, not {row}")
-        return result_pages.whole_lineages(self, result, result_pages.rows_at(self, result, np.array([row])))[0]
+        read = result_pages.rows_at(self, result, np.array([row]), result_pages.lineage_columns(result))
+        return result_pages.whole_lineages(self, result, read)[0]
 
     def lineage_rows(self, spark, result: SavedResult):
         """The saved rows with each row's whole ``DL`` spelled out (sorted ids: its own and

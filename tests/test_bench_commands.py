@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import demo_copy
+
 ROOT = Path(__file__).resolve().parent.parent
 # TPC-H SF 0.01 and Walmart scale 0.01: the smallest each experiment is run at (data/ caches them)
 COMMANDS = {
@@ -25,6 +27,9 @@ COMMANDS = {
     "walmart table9": ("walmart.__main__", ["table9", "--scale", "0.01", "--queries", "q1"]),
     "reasons_bench": ("tpch.reasons_bench", ["--rows", "1000", "--repeat", "1"]),
     "tpcds bench": ("tpcds.__main__", ["bench", "--sf", "0.01", "--repeat", "1", "--out", "{out}"]),
+    # on a copy of the demo's catalog ({catalog}: TPC-H SF 0.01 and the saved steps custrev and natrev)
+    "ui_bench": ("tpch.ui_bench", ["--catalog", "{catalog}", "--repeat", "1", "--no-browser"]),
+    "warm_cli_bench": ("tpch.warm_cli_bench", ["--catalog", "{catalog}", "--repeat", "1", "--out", "{out}"]),
 }
 PROGRAMS = {"tpch": "tpch.__main__", "walmart": "walmart.__main__", "tpcds": "tpcds.__main__"}
 
@@ -54,11 +59,14 @@ def shuffle_partitions(spark):
 @pytest.mark.slow
 @pytest.mark.heavy
 @pytest.mark.parametrize("name", COMMANDS)
-def test_benchmark_command_runs(spark, shuffle_partitions, name, tmp_path, monkeypatch):
+def test_benchmark_command_runs(spark, shuffle_partitions, name, tmp_path, tmp_path_factory, request, monkeypatch):
     """``python -m ...`` as written in its module's usage line, at the smallest scale."""
     module, argv = COMMANDS[name]
     monkeypatch.chdir(ROOT)  # data/ is the generated data's cache, shared with the tests' TPC-H
     out = tmp_path / "out"
+    if "{catalog}" in argv:
+        catalog = demo_copy(request.getfixturevalue("tpch"), tmp_path_factory, name).catalog.directory
+        argv = [a.replace("{catalog}", str(catalog)) for a in argv]
     code = importlib.import_module(module).main([a.replace("{out}", str(out)) for a in argv])
     assert code in (0, None)
     if "{out}" in argv:

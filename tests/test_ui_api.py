@@ -152,6 +152,31 @@ def test_impact_exports_every_affected_row_as_csv_and_json(client, demo):
     assert table[0]["DL"] and "n_name" in table[0] and "c_custkey" in table[0]
 
 
+def test_pages_why_and_impact_are_read_from_the_files_without_spark(demo):
+    """An explorer that has not started Spark answers a page, why and a simple impact from the
+    catalog's files (still no Spark after them), the Python API's answers; an impact whose
+    predicate only Spark evaluates starts Spark and gives the Python API's answer too."""
+    app = create_app(demo.catalog.directory)
+    with TestClient(app, base_url="http://127.0.0.1") as client:
+        explorer = app.state.explorer
+        assert get(client, "/api/results/natrev", limit=5)["total"] == 25
+        why = get(client, "/api/results/natrev/0/why", limit=50)
+        explained = demo.explain("natrev", 0)
+        assert why["ids"] == explained.ids
+        for table, frame in explained.items():
+            shown = why["tables"][table]
+            assert shown["columns"] == frame.columns
+            assert [r["_dl_id"] for r in shown["rows"]] == [r["_dl_id"] for r in frame.limit(50).collect()]
+        found = get(client, "/api/impact", source=DEMO_BAD_ROW)["results"]
+        assert {name: [(a["_row"], tuple(a["DL"])) for a in found[name]["rows"]] for name in found} == {
+            name: affected(frame) for name, frame in demo.impact(DEMO_BAD_ROW).items()}
+        assert explorer._spark is None
+        subquery = "orders WHERE o_custkey IN (SELECT c_custkey FROM customer WHERE c_custkey < 4)"
+        found = get(client, "/api/impact", source=subquery, result="custrev")["results"]["custrev"]
+        assert [(a["_row"], tuple(a["DL"])) for a in found["rows"]] == affected(demo.impact(subquery, result="custrev"))
+        assert found["count"] > 0 and explorer._spark is not None
+
+
 BAD = [
     ("/api/results/nosuch", {}, 404, "no saved result 'nosuch'"),
     ("/api/results/custrev", {"offset": "-1"}, 400, "offset must be 0 or more"),

@@ -17,6 +17,7 @@ from dltrace.formatting import (
     write_table,
 )
 from dltrace.granularity import GranuleDecoder
+from dltrace.result_pages import from_files
 
 
 def print_rows(session, frame, args: argparse.Namespace, limit: int | None, granules: GranuleDecoder | None) -> None:
@@ -74,11 +75,3 @@ def columns_of(answer) -> list[str]:
 
 def count_of(answer) -> int:
     return answer.num_rows if from_files(answer) else answer.count()
-
-
-def from_files(answer) -> bool:
-    """Whether an answer is a pyarrow Table (``impact.files``), not a Spark DataFrame (whose
-    attribute lookup answers any name with a column, so no ``hasattr`` test tells them apart)."""
-    import pyarrow as pa
-
-    return isinstance(answer, pa.Table)

@@ -1,5 +1,7 @@
-"""The lineage explorer's answers as JSON-ready values, from the Python API alone (and a
-result's pages from its saved files, read by pyarrow: ``dltrace.result_pages``).
+"""The lineage explorer's answers as JSON-ready values, from the Python API, and read from
+the catalog's files by pyarrow where they give what Spark would: a result's pages
+(``dltrace.result_pages``), why a row is what it is and impacts (``explain`` and ``impact``
+with ``from_files``, as the command line reads them, ``dltrace.impact.files``).
 
 Each function takes a ``LineageSession`` opened for this one request (so a catalog changed
 since the last request is what it answers from) and returns plain dicts and lists; nothing
@@ -22,8 +24,9 @@ from dltrace import result_pages
 from dltrace.errors import BadInput
 from dltrace.formatting import plain_value
 from dltrace.ids import ROW_BITS
-from dltrace.impact import ImpactWarning
+from dltrace.impact import ImpactWarning, explain, impact
 from dltrace.plain import names_read
+from dltrace.result_pages import from_files
 from dltrace.results import DL, ROW
 
 JS_SAFE = 2 ** 53  # JavaScript's numbers hold integers exactly up to here; ids and bigints go past it
@@ -140,7 +143,7 @@ def why(session, name: str, row: int, limit: int) -> dict:
     """Why row ``row`` of ``name`` is what it is, but its summary: how many ids each table
     gave, the saved results it went through, and the first page of its source rows per table."""
     saved = session.store.get(name)
-    explained = session.explain(saved.name, row)
+    explained = explain(session, saved.name, row, from_files=True)
     return {"result": saved.name, "row": row, "ids": dict(explained.ids), "through": session.store.upstream(saved.name),
             "tables": {table: _page(frame, explained.ids[table], 0, limit) for table, frame in explained.items()}}
 
@@ -148,7 +151,7 @@ def why(session, name: str, row: int, limit: int) -> dict:
 def sources(session, name: str, row: int, table: str, offset: int, limit: int) -> dict:
     """One page of the source rows of ``table`` behind row ``row`` of ``name``."""
     offset, limit = page_bounds(offset, limit)
-    explained = session.explain(name, row)
+    explained = explain(session, name, row, from_files=True)
     if table not in explained:
         have = ", ".join(explained) or "none"
         raise BadInput(f"row {row} of {name.lower()} has no source rows in table '{table}' (it has: {have})")
@@ -157,9 +160,19 @@ def sources(session, name: str, row: int, table: str, offset: int, limit: int) -
 
 def _page(frame, total: int, offset: int, limit: int) -> dict:
     """Rows ``offset`` to ``offset + limit`` of an explained table (ordered by ``_dl_id``)."""
-    rows = frame.offset(offset).limit(limit).collect() if offset else frame.limit(limit).collect()
-    return {"columns": frame.columns, "total": total, "offset": offset,
-            "rows": [{k: value(v) for k, v in r.asDict(recursive=False).items()} for r in rows]}
+    columns = frame.column_names if from_files(frame) else frame.columns
+    return {"columns": columns, "total": total, "offset": offset,
+            "rows": [{k: value(v) for k, v in r.items()} for r in records(frame, offset, limit)]}
+
+
+def records(frame, offset: int = 0, limit: int | None = None) -> list[dict]:
+    """Rows ``offset`` on (``limit`` of them, else all) of an answer as dicts: of a pyarrow
+    Table read from the catalog's files, or of a Spark DataFrame."""
+    if from_files(frame):
+        return frame.slice(offset, limit).to_pylist()
+    frame = frame.offset(offset) if offset else frame
+    rows = (frame.limit(limit) if limit is not None else frame).collect()
+    return [r.asDict(recursive=False) for r in rows]
 
 
 def summary(session, name: str, row: int, k: int) -> dict:
@@ -204,14 +217,15 @@ def granules(session, name: str, row: int, on: str) -> dict:
     return {"on": expressions, "tables": found}
 
 
-def impact(session, source: str, result: str | None, shown: int = IMPACT_SHOWN) -> dict:
+def affected_rows(session, source: str, result: str | None, shown: int = IMPACT_SHOWN) -> dict:
     """The rows ``source`` ("TABLE WHERE PREDICATE") affected, per saved result (or in
-    ``result`` alone): how many, and the first ``shown`` with their DL narrowed to the bad ids."""
+    ``result`` alone): how many, and the first ``shown`` by ``_row`` with their DL narrowed to
+    the bad ids."""
     answer, said = _impact_frames(session, source, result)
     results = {}
     for name, frame in answer.items():
-        rows = [{**a, "DL": value(a["DL"]), "values": value(a["values"])} for a in map(_affected, frame.collect())]
-        columns = [c for c in frame.columns if c not in (ROW, DL)]
+        rows = [{**a, "DL": value(a["DL"]), "values": value(a["values"])} for a in _affected(frame)]
+        columns = [c for c in (frame.column_names if from_files(frame) else frame.columns) if c not in (ROW, DL)]
         results[name] = {"count": len(rows), "columns": columns, "rows": rows[:shown]}
     return {"source": source, "results": results, "warnings": said}
 
@@ -222,16 +236,16 @@ def impact_export(session, source: str, result: str | None, fmt: str) -> str:
     if fmt not in ("csv", "json"):
         raise BadInput(f"export format must be csv or json (got '{fmt}')")
     answer, _ = _impact_frames(session, source, result)
-    records = [{"result": name, "_row": a["_row"], **a["values"], "DL": a["DL"]}
-               for name, frame in answer.items() for a in map(_affected, frame.collect())]
+    lines = [{"result": name, "_row": a["_row"], **a["values"], "DL": a["DL"]}
+             for name, frame in answer.items() for a in _affected(frame)]
     if fmt == "json":
-        return "".join(json.dumps(r, default=str) + "\n" for r in records)
-    columns = ["result", "_row", *dict.fromkeys(c for r in records for c in r if c not in ("result", "_row", "DL")),
+        return "".join(json.dumps(r, default=str) + "\n" for r in lines)
+    columns = ["result", "_row", *dict.fromkeys(c for r in lines for c in r if c not in ("result", "_row", "DL")),
                "DL"]
     out = io.StringIO()
     writer = csv.DictWriter(out, columns, lineterminator="\n")
     writer.writeheader()
-    writer.writerows({**r, "DL": " ".join(map(str, r["DL"]))} for r in records)
+    writer.writerows({**r, "DL": " ".join(map(str, r["DL"]))} for r in lines)
     return out.getvalue()
 
 
@@ -241,12 +255,15 @@ def _impact_frames(session, source: str, result: str | None) -> tuple[dict, list
         raise BadInput("give a source: TABLE WHERE PREDICATE, e.g. orders WHERE o_orderkey = 1")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ImpactWarning)
-        answer = session.impact(source, result=result or None)
+        answer = impact(session, source, result=result or None, from_files=True)
     frames = answer if isinstance(answer, dict) else {session.store.get(result).name: answer}
     return frames, [str(w.message) for w in caught if issubclass(w.category, ImpactWarning)]
 
 
-def _affected(row) -> dict:
-    record = row.asDict(recursive=False)
-    return {"_row": record.pop(ROW), "DL": sorted(int(i) for i in record.pop(DL) or []),
-            "values": {k: plain_value(v) for k, v in record.items()}}
+def _affected(frame) -> list[dict]:
+    """An impact answer's rows by ``_row``: each its values and its narrowed DL, sorted."""
+    found = []
+    for record in sorted(records(frame), key=lambda r: r[ROW]):
+        found.append({"_row": record.pop(ROW), "DL": sorted(int(i) for i in record.pop(DL) or []),
+                      "values": {k: plain_value(v) for k, v in record.items()}})
+    return found

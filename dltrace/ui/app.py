@@ -2,9 +2,12 @@
 
 Why this shape (docs/ui.md): every answer is a call of the Python API (``answers.py``) in a
 worker thread, so the event loop only moves bytes and the page never waits on another
-request's Spark work; Spark work is done one request at a time (dltrace's per-Spark views are
-not made for concurrent writers) under a Spark tag of its own, and a request whose client
-went away (the page's Cancel, a closed tab) has its Spark jobs interrupted by that tag.
+request's Spark work.  A question the catalog's files can answer (a result's page, why a row
+is what it is, an impact) is first asked of a session without Spark, read by pyarrow; where
+it meets Spark work (``NeedsSpark``), it is asked again with Spark.  Spark work is done one
+request at a time (dltrace's per-Spark views are not made for concurrent writers) under a
+Spark tag of its own, and a request whose client went away (the page's Cancel, a closed tab)
+has its Spark jobs interrupted by that tag.
 Each request opens the catalog anew, so a catalog changed while the page is open is what the
 next answer reads.  There is no route that saves, drops or registers anything.
 """
@@ -32,7 +35,6 @@ from starlette.routing import Route
 
 from dltrace.errors import BadInput, DltraceError, spark_error
 from dltrace.result_format import UnknownResult
-from dltrace.result_pages import readable_without_spark
 from dltrace.session import LineageSession
 from dltrace.ui import answers
 
@@ -47,6 +49,19 @@ CACHED_PAGES = 64  # result pages kept: a save never changes (a new save has a n
 
 class Cancelled(Exception):
     """The client went away before the answer was ready."""
+
+
+class NeedsSpark(Exception):
+    """A question asked without Spark met Spark work: it is asked again with Spark."""
+
+
+class WithoutSpark(LineageSession):
+    """The catalog opened for one question answered from its files alone: where the answer
+    would start or use Spark, it raises ``NeedsSpark`` instead."""
+
+    @property
+    def spark(self):
+        raise NeedsSpark
 
 
 class Explorer:
@@ -89,8 +104,9 @@ class Explorer:
             self._spark.sparkContext.cancelJobsWithTag(tag)
 
     def session(self, spark: bool) -> LineageSession:
-        """The catalog opened for one request (its newest version, its results as on disk now)."""
-        return LineageSession(self.catalog, spark=self.spark if spark else None)
+        """The catalog opened for one request (its newest version, its results as on disk now),
+        with Spark or without (``WithoutSpark``)."""
+        return LineageSession(self.catalog, spark=self.spark) if spark else WithoutSpark(self.catalog)
 
     def cached_page(self, key: tuple, compute: Callable[[], dict]) -> dict:
         """The page kept for ``key``, else computed (outside the lock: pages pyarrow reads are
@@ -147,16 +163,20 @@ def error_response(error: Exception) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status)
 
 
-async def answer(request: Request, work: Callable[[LineageSession], object], spark: bool = True) -> Response:
-    """``work`` on a session opened for this request, in a worker thread; Spark work tagged and
-    done under the app's lock, and interrupted when the client stops waiting."""
+async def answer(request: Request, work: Callable[[LineageSession], object], files_first: bool = False) -> Response:
+    """``work`` on a session opened for this request, in a worker thread: first without Spark
+    when ``files_first`` (and again with Spark if it needs it); Spark work tagged and done
+    under the app's lock, and interrupted when the client stops waiting."""
     explorer: Explorer = request.app.state.explorer
     tag = f"dltrace-ui-{uuid.uuid4().hex}"
     gone = threading.Event()
 
     def run():
-        if not spark:
-            return work(explorer.session(spark=False))
+        if files_first:
+            try:
+                return work(explorer.session(spark=False))
+            except NeedsSpark:
+                pass  # asked again below, with Spark
         with explorer.work:
             if gone.is_set():
                 raise Cancelled
@@ -169,7 +189,7 @@ async def answer(request: Request, work: Callable[[LineageSession], object], spa
         await asyncio.wait({task}, timeout=DISCONNECT_POLL)
         if not task.done() and await request.is_disconnected():
             gone.set()
-            while spark and not task.done():  # again and again: a job the work starts later is cancelled too
+            while not task.done():  # again and again: a job the work starts later is cancelled too
                 await run_in_threadpool(explorer.interrupt, tag)
                 await asyncio.wait({task}, timeout=INTERRUPT_AGAIN)
             await asyncio.wait({task})
@@ -215,7 +235,7 @@ def checked(handler: Callable[[Request], object]):
 
 @checked
 async def pipeline(request: Request) -> Response:
-    return await answer(request, answers.pipeline, spark=False)
+    return await answer(request, answers.pipeline, files_first=True)
 
 
 @checked
@@ -230,28 +250,22 @@ async def result_rows(request: Request) -> Response:
         page = explorer.cached_page(key, lambda: answers.result_rows(session, saved.name, offset, limit))
         return {**page, "stale": session.stale_results().get(saved.name)}
 
-    def needs_spark() -> bool:
-        try:
-            return not readable_without_spark(explorer.session(spark=False).store.get(name))
-        except Exception:  # noqa: BLE001 - an unknown name: the answer's own work reports it
-            return True
-
     # a page pyarrow reads (result_pages) neither waits for Spark work nor starts Spark
-    return await answer(request, work, spark=await run_in_threadpool(needs_spark))
+    return await answer(request, work, files_first=True)
 
 
 @checked
 async def why(request: Request) -> Response:
     name, row, limit = request.path_params["name"], row_number(request), whole_number(request, "limit", 50)
     answers.page_bounds(0, limit)
-    return await answer(request, lambda s: answers.why(s, name, row, limit))
+    return await answer(request, lambda s: answers.why(s, name, row, limit), files_first=True)
 
 
 @checked
 async def sources(request: Request) -> Response:
     name, row, table = request.path_params["name"], row_number(request), request.path_params["table"]
     offset, limit = whole_number(request, "offset", 0), whole_number(request, "limit", 50)
-    return await answer(request, lambda s: answers.sources(s, name, row, table, offset, limit))
+    return await answer(request, lambda s: answers.sources(s, name, row, table, offset, limit), files_first=True)
 
 
 @checked
@@ -276,7 +290,7 @@ async def granules(request: Request) -> Response:
 @checked
 async def impact(request: Request) -> Response:
     source, result = request.query_params.get("source", ""), request.query_params.get("result")
-    return await answer(request, lambda s: answers.impact(s, source, result))
+    return await answer(request, lambda s: answers.affected_rows(s, source, result), files_first=True)
 
 
 @checked
@@ -290,7 +304,7 @@ async def impact_export(request: Request) -> Response:
         name = f"impact.{'csv' if fmt == 'csv' else 'jsonl'}"
         return Response(text, media_type=media[fmt], headers={"content-disposition": f'attachment; filename="{name}"'})
 
-    return await answer(request, work)
+    return await answer(request, work, files_first=True)
 
 
 async def page(request: Request) -> Response:
