@@ -40,7 +40,12 @@ class UnknownColumn(BadInput):
 
 
 class UnsupportedLineage(BadInput):
-    """A construct the rewriter cannot give exact lineage for; never answered with wrong lineage."""
+    """A construct the rewriter cannot give exact lineage for; never answered with wrong lineage.
+    ``construct`` names it alone (e.g. "INTERSECT ALL"), for counts of what was refused."""
+
+    def __init__(self, message: str, construct: str | None = None) -> None:
+        super().__init__(message)
+        self.construct = construct or message.split(" is not supported")[0]
 
 
 class CatalogError(DltraceError):

@@ -163,7 +163,7 @@ def check(session: LineageSession, oracle: DuckOracle, query: str, representatio
         frame = session.sql(query)
     except UnsupportedLineage as error:
         assert "\n" not in str(error)
-        return "refused: " + str(error).split(" is not supported")[0].split(":")[0][:60]
+        return "refused: " + error.construct
     rows = frame.collect()
     assert bag(rows) == bag(plain), f"lineage rows differ from the plain query's: {query}"
     complete = not rows or check_complete(session, oracle, query, rows)

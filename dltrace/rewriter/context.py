@@ -128,4 +128,4 @@ def unsupported(node: exp.Expression, what: str) -> UnsupportedLineage:
         text = text[:67] + "..."
     meta = getattr(node, "meta", {}) or {}
     where = f" (line {meta['line']}, col {meta['col']})" if "line" in meta else ""
-    return UnsupportedLineage(f"{what} is not supported yet{where}: {text}")
+    return UnsupportedLineage(f"{what} is not supported yet{where}: {text}", construct=what)
