@@ -49,15 +49,17 @@ def rows_at(store, result: SavedResult, rows: np.ndarray, columns: list[str] | N
     import pyarrow.dataset as ds
 
     stored = POSITION if result.positions is not None else ROW
+    read_columns = None if columns is None else [stored, *columns]
     wanted = np.unique(result.positions_of(np.asarray(rows, dtype=np.int64)))
     if not len(wanted):
-        return numbered(result, dataset(store, result.data).schema.empty_table())
+        empty = dataset(store, result.data).schema.empty_table()
+        return numbered(result, empty if read_columns is None else empty.select(read_columns))
     breaks = np.flatnonzero(np.diff(wanted) != 1) + 1
     condition = None
     for run in np.split(wanted, breaks):  # one range per run: pyarrow prunes row groups by their statistics
         in_run = (ds.field(stored) >= int(run[0])) & (ds.field(stored) <= int(run[-1]))
         condition = in_run if condition is None else condition | in_run
-    table = numbered(result, read(dataset(store, result.data), columns and [stored, *columns], condition))
+    table = numbered(result, read(dataset(store, result.data), read_columns, condition))
     return table.take(pc.sort_indices(table.column(ROW)))
 
 

@@ -1,5 +1,6 @@
 """Every benchmark command runs end to end at the smallest scale, in this process (the test
-session's Spark), so that an experiment cannot silently stop running (the Walmart bench once
+session's Spark; ``warm_cli_bench`` runs its commands as new processes and a ``dltrace server``
+of its own, as a user would), so that an experiment cannot silently stop running (the Walmart bench once
 stopped with an IndexError on a query without id columns).  Figures are not checked here:
 only that each command finishes with exit status 0 and writes what it reports.  Every
 subcommand of ``python -m tpch``, ``python -m walmart`` and ``python -m tpcds`` must be among them (checked

@@ -152,29 +152,54 @@ def test_impact_exports_every_affected_row_as_csv_and_json(client, demo):
     assert table[0]["DL"] and "n_name" in table[0] and "c_custkey" in table[0]
 
 
-def test_pages_why_and_impact_are_read_from_the_files_without_spark(demo):
-    """An explorer that has not started Spark answers a page, why and a simple impact from the
-    catalog's files (still no Spark after them), the Python API's answers; an impact whose
-    predicate only Spark evaluates starts Spark and gives the Python API's answer too."""
-    app = create_app(demo.catalog.directory)
+def test_pages_why_and_impact_are_read_from_the_files_without_spark(demo, monkeypatch):
+    """Pages, why, source rows and impacts the catalog's files answer use no Spark (a session's
+    ``spark`` is never asked for, nothing starts Spark) and give the Python API's answers; an
+    impact whose predicate only Spark evaluates is asked again with Spark and gives the Python
+    API's answer too."""
+    import dltrace.spark
+    from dltrace.session import LineageSession
+
+    expected = {name: affected(frame) for name, frame in demo.impact(DEMO_BAD_ROW).items()}
+    explained = demo.explain("natrev", 0)
+    shown = {table: [r["_dl_id"] for r in frame.collect()] for table, frame in explained.items()}
+    subquery = "orders WHERE o_custkey IN (SELECT c_custkey FROM customer WHERE c_custkey < 4)"
+    with_subquery = affected(demo.impact(subquery, result="custrev"))
+    app = create_app(demo.catalog.directory, spark=demo.spark)
+    asked = []
+    spark = LineageSession.spark
+    monkeypatch.setattr(LineageSession, "spark", property(lambda self: asked.append(1) or spark.fget(self)))
+    monkeypatch.setattr(dltrace.spark, "get_spark", lambda *a, **k: pytest.fail("Spark was started"))
     with TestClient(app, base_url="http://127.0.0.1") as client:
-        explorer = app.state.explorer
         assert get(client, "/api/results/natrev", limit=5)["total"] == 25
         why = get(client, "/api/results/natrev/0/why", limit=50)
-        explained = demo.explain("natrev", 0)
         assert why["ids"] == explained.ids
         for table, frame in explained.items():
-            shown = why["tables"][table]
-            assert shown["columns"] == frame.columns
-            assert [r["_dl_id"] for r in shown["rows"]] == [r["_dl_id"] for r in frame.limit(50).collect()]
+            assert why["tables"][table]["columns"] == frame.columns
+            assert [r["_dl_id"] for r in why["tables"][table]["rows"]] == shown[table][:50]
+        paged = get(client, "/api/results/natrev/0/sources/orders", offset=50, limit=20)
+        assert [r["_dl_id"] for r in paged["rows"]] == shown["orders"][50:70]
         found = get(client, "/api/impact", source=DEMO_BAD_ROW)["results"]
-        assert {name: [(a["_row"], tuple(a["DL"])) for a in found[name]["rows"]] for name in found} == {
-            name: affected(frame) for name, frame in demo.impact(DEMO_BAD_ROW).items()}
-        assert explorer._spark is None
-        subquery = "orders WHERE o_custkey IN (SELECT c_custkey FROM customer WHERE c_custkey < 4)"
+        assert {name: [(a["_row"], tuple(a["DL"])) for a in found[name]["rows"]] for name in found} == expected
+        lines = client.get("/api/impact/export", params={"source": DEMO_BAD_ROW, "format": "json"}).text.splitlines()
+        assert len(lines) == sum(map(len, expected.values()))
+        assert asked == []
         found = get(client, "/api/impact", source=subquery, result="custrev")["results"]["custrev"]
-        assert [(a["_row"], tuple(a["DL"])) for a in found["rows"]] == affected(demo.impact(subquery, result="custrev"))
-        assert found["count"] > 0 and explorer._spark is not None
+        assert [(a["_row"], tuple(a["DL"])) for a in found["rows"]] == with_subquery
+        assert found["count"] > 0 and asked
+
+
+def test_impacts_side_by_side_each_keep_their_warnings(client):
+    """Impacts read from the files run in several threads at once; each answer carries its own
+    warning (Python's warning capture is process-wide: they are recorded one at a time)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    sources = [f"orders WHERE o_orderkey = {-k}" for k in range(1, 9)]
+    with ThreadPoolExecutor(4) as pool:
+        answers = list(pool.map(lambda source: get(client, "/api/impact", source=source), sources))
+    for source, answer in zip(sources, answers):
+        assert [w for w in answer["warnings"] if "no rows match" in w] == [
+            f"no rows match {source}: nothing is affected"]
 
 
 BAD = [

@@ -6,8 +6,9 @@ with ``from_files``, as the command line reads them, ``dltrace.impact.files``).
 Each function takes a ``LineageSession`` opened for this one request (so a catalog changed
 since the last request is what it answers from) and returns plain dicts and lists; nothing
 here knows HTTP, so the API tests compare these answers with the session's own.  Nothing here
-writes to the catalog: only ``results``, ``result``, ``stale_results``, ``impact``,
-``explain``, ``summarize``, ``explain_reasons`` and ``views`` are called.
+writes to the catalog: it reads with ``dltrace.impact``'s ``explain`` and ``impact``, the
+session's ``saved_results``, ``stale_results``, ``views``, ``udfs``, ``explain``,
+``summarize`` and ``explain_reasons``, and its store's and catalog's lookups alone.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import threading
 import warnings
 from dataclasses import asdict
 
@@ -32,6 +34,7 @@ from dltrace.results import DL, ROW
 JS_SAFE = 2 ** 53  # JavaScript's numbers hold integers exactly up to here; ids and bigints go past it
 MAX_PAGE = 5000  # rows per page at most: a page is read into the server's memory and the browser's
 IMPACT_SHOWN = 200  # affected rows shown per result; the export has them all
+RECORDING_WARNINGS = threading.Lock()  # one impact's warnings recorded at a time (_impact_frames)
 
 
 def value(v):
@@ -107,10 +110,10 @@ def result_rows(session, name: str, offset: int, limit: int) -> dict:
         page = []
     elif result_pages.readable_without_spark(saved):
         table = result_pages.rows_at(session.store, saved, numbers)
-        records = table.select([ROW, *saved.columns]).to_pylist()
+        rows = table.select([ROW, *saved.columns]).to_pylist()
         lineages = result_pages.whole_lineages(session.store, saved, table)
         page = [{"_row": record.pop(ROW), "values": {k: value(v) for k, v in record.items()},
-                 "dl": counts_by_table(session, ids)} for record, ids in zip(records, lineages)]
+                 "dl": counts_by_table(session, ids)} for record, ids in zip(rows, lineages)]
     else:
         page = spark_page(session, saved, offset, limit)
     return {"result": saved.name, "columns": list(saved.columns), "total": saved.rows, "offset": offset,
@@ -250,10 +253,12 @@ def impact_export(session, source: str, result: str | None, fmt: str) -> str:
 
 
 def _impact_frames(session, source: str, result: str | None) -> tuple[dict, list[str]]:
-    """``{result: affected rows}`` and the warnings the answer came with (one line each)."""
+    """``{result: affected rows}`` and the warnings the answer came with (one line each).
+    Recorded one impact at a time: ``catch_warnings`` swaps the process's warning state (not
+    per thread before Python 3.14), and impacts read from the files run side by side."""
     if not source.strip():
         raise BadInput("give a source: TABLE WHERE PREDICATE, e.g. orders WHERE o_orderkey = 1")
-    with warnings.catch_warnings(record=True) as caught:
+    with RECORDING_WARNINGS, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ImpactWarning)
         answer = impact(session, source, result=result or None, from_files=True)
     frames = answer if isinstance(answer, dict) else {session.store.get(result).name: answer}

@@ -63,6 +63,10 @@ class WithoutSpark(LineageSession):
     def spark(self):
         raise NeedsSpark
 
+    @property
+    def frames(self):
+        raise NeedsSpark
+
 
 class Explorer:
     """The app's state: the catalog's directory, Spark (started on first use, or given), the
