@@ -34,9 +34,9 @@ class Engine(Protocol):
     def spark(self) -> Any:
         """The Spark session (``pyspark.sql.SparkSession``)."""
 
-    def run(self, spark_sql: str, reads: set[str] | None = None) -> Any:
+    def run(self, spark_sql: str, reads: set[str] | None = None, lineage_query: bool = True) -> Any:
         """A DataFrame of Spark SQL over the catalog's tables and saved results (``reads``:
-        those it reads, when known)."""
+        those it reads, when known; ``lineage_query`` False: a query as its user wrote it)."""
 
     def expand(self, query: str, inline_results: bool = False) -> str:
         """``query`` with the views it reads (and, ``inline_results``, the saved results) as CTEs."""

@@ -48,6 +48,16 @@ class UnsupportedLineage(BadInput):
         self.construct = construct or message.split(" is not supported")[0]
 
 
+class SparkInternalError(DltraceError):
+    """Spark failed inside its own analyzer, planner or optimizer (SQLSTATE class XX): a bug in
+    dltrace's lineage query, or in Spark when the query without lineage fails too.
+    ``spark_said``: Spark's own first line."""
+
+    def __init__(self, message: str, spark_said: str | None = None) -> None:
+        super().__init__(message)
+        self.spark_said = spark_said or message
+
+
 class CatalogError(DltraceError):
     """The catalog directory is unreadable, or written by a newer dltrace."""
 
@@ -98,17 +108,21 @@ def spark_message(error: Exception) -> tuple[str, str | None]:
     return first, state
 
 
-def spark_error(error: Exception) -> DltraceError:
+def spark_error(error: Exception, lineage_query: bool = True) -> DltraceError:
     """A Spark exception as one line with Spark's error class: analysis errors are the user's
-    (exit 2), Spark's internal errors a dltrace bug (its lineage query), others failures."""
+    (exit 2), Spark's internal errors a dltrace bug when Spark was given dltrace's lineage
+    query, else (``lineage_query`` False: the query as written) a bug in Spark; others failures."""
     from pyspark.errors import AnalysisException
 
     first, state = spark_message(error)
     if "spark.driver.maxResultSize" in str(error):
         return DltraceError(f"the rows asked for are more than Spark brings to the driver at once: {RESULT_SIZE_HELP}")
+    if state and state.startswith(INTERNAL_STATE) and not lineage_query:
+        return SparkInternalError(f"Spark failed inside its planner on the query as written, without lineage (a bug in "
+                                  f"Spark, not in dltrace: write the query another way): Spark: {first}", first)
     if state and state.startswith(INTERNAL_STATE):
-        return DltraceError(f"Spark failed inside its planner ({DLTRACE_BUG}, with the query; `dltrace rewrite` "
-                            f"prints the lineage query Spark was given): Spark: {first}")
+        return SparkInternalError(f"Spark failed inside its planner ({DLTRACE_BUG}, with the query; `dltrace "
+                                  f"rewrite` prints the lineage query Spark was given): Spark: {first}", first)
     cls = BadInput if isinstance(error, AnalysisException) else DltraceError
     return cls(f"Spark: {first}")
 
@@ -118,7 +132,10 @@ def lineage_query_rejected(error: Exception, lineage_sql: str) -> DltraceError:
     with the lineage query written to a file to report."""
     import tempfile
 
-    first, _ = spark_message(error) if not isinstance(error, DltraceError) else (str(error), None)
+    if isinstance(error, SparkInternalError):
+        first = error.spark_said
+    else:
+        first, _ = spark_message(error) if not isinstance(error, DltraceError) else (str(error), None)
     with tempfile.NamedTemporaryFile("w", prefix="dltrace-lineage-query-", suffix=".sql", delete=False) as file:
         file.write(lineage_sql + "\n")
     return DltraceError(f"Spark rejected dltrace's lineage query of a query it runs ({DLTRACE_BUG} with the query "

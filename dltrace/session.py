@@ -13,7 +13,7 @@ from dltrace.catalog import Catalog, TableEntry
 from dltrace.dataframe import DataFrameFront
 from dltrace.deprecated import renamed_keyword
 from dltrace.engine import rewrite_over_catalog
-from dltrace.errors import BadInput, DltraceError, lineage_query_rejected, spark_error
+from dltrace.errors import BadInput, DltraceError, SparkInternalError, lineage_query_rejected, spark_error
 from dltrace.plain import names_read, plain_sql, with_spark_aliases, with_spark_names
 from dltrace.publish import publish, republish, unpublish
 from dltrace.reasons import SessionUdfs
@@ -256,7 +256,7 @@ class LineageSession:
             text = self.plain(query)
         else:
             text = self.rewrite(query, semantics, representation, tag_instances, lineage_on)
-        frame = self._run_lineage(text, query) if lineage else self.run(text)
+        frame = self._run_lineage(text, query) if lineage else self.run(text, lineage_query=False)
         if lineage:
             frame = with_spark_names(self, query, frame)
             self._queries[frame] = MadeBy(query, semantics, representation, lineage_on, False, None, False)
@@ -306,9 +306,8 @@ class LineageSession:
         rows = with_spark_names(self, made_by.query, self.run(made_by.shared.rows.sql(dialect=SPARK)))
         return rows, [self.run(query.sql(dialect=SPARK)) for query in made_by.shared.sets]
 
-    def run(self, spark_sql: str, reads: set[str] | None = None):
-        """Run Spark SQL over the catalog's tables, errors as one line; ``reads``: the tables
-        and results it reads, when the caller knows them (spares parsing a long text)."""
+    def run(self, spark_sql: str, reads: set[str] | None = None, lineage_query: bool = True):
+        """Run Spark SQL over the catalog's tables, errors as one line (``Engine.run``)."""
         from pyspark.errors import PySparkException
 
         from dltrace import udafs
@@ -322,18 +321,18 @@ class LineageSession:
         try:
             return self.spark.sql(spark_sql)
         except PySparkException as error:
-            raise spark_error(error) from None
+            raise spark_error(error, lineage_query) from None
 
     def _run_lineage(self, lineage_sql: str, query: str):
-        """``run`` of a lineage query: Spark refusing it where it accepts ``query`` itself is a
-        dltrace bug (exit 1, the lineage query kept to report), not bad input."""
+        """``run`` of a lineage query: Spark refusing it (or failing inside its planner) where
+        it runs ``query`` itself is a dltrace bug (exit 1, the lineage query kept to report)."""
         try:
             return self.run(lineage_sql)
-        except BadInput as error:
+        except (BadInput, SparkInternalError) as error:
             try:
-                self.run(self.plain(query))
-            except DltraceError:
-                raise error from None  # the query itself is wrong
+                self.run(self.plain(query), lineage_query=False)
+            except DltraceError as plain_error:
+                raise (error if isinstance(error, BadInput) else plain_error) from None  # the query itself fails
             raise lineage_query_rejected(error, lineage_sql) from None
 
     @renamed_keyword("repr", "representation")

@@ -83,6 +83,7 @@ OUTSIDE_THEOREM = "traced, completeness not stated (a grand total under another 
 # rows) would hold its lineage in the checker's memory, and test no rule more than a smaller one
 MOST_ROWS_CHECKED = 100_000
 TOO_LARGE = f"not checked: more than {MOST_ROWS_CHECKED:,} rows"
+REJECTED = "plain query rejected by Spark"  # the query as written fails in Spark itself
 
 
 def top_blocks(tree: exp.Expression) -> list[exp.Select]:
@@ -156,7 +157,7 @@ def check(session: LineageSession, oracle: DuckOracle, query: str, representatio
     except (DltraceError, Exception) as error:  # noqa: BLE001 - Spark's own verdict on the query, any class
         if type(error).__name__ in NOT_A_VERDICT:
             raise  # a failed check, or Spark gone: not Spark's verdict on the query
-        return "plain query rejected by Spark"
+        return REJECTED
     if len(plain) > MOST_ROWS_CHECKED:
         return TOO_LARGE
     try:
@@ -181,7 +182,7 @@ def generated_summary(outcomes: Counter) -> str:
     constructs = " (" + ", ".join(f"{k}: {n}" for k, n in sorted(refused.items())) + ")" if refused else ""
     parts = [f"traced and checked {outcomes['traced and checked']}", f"refused {sum(refused.values())}{constructs}",
              f"{OUTSIDE_THEOREM.removeprefix('traced, ')} {outcomes[OUTSIDE_THEOREM]}",
-             f"plain query rejected by Spark {outcomes['plain query rejected by Spark']}",
+             f"{REJECTED} {outcomes[REJECTED]}",
              f"{TOO_LARGE} {outcomes[TOO_LARGE]}",
              f"failures {outcomes['failures']}"]
     return f"generated queries: {sum(outcomes.values())} ({', '.join(parts)})"

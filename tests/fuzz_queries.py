@@ -30,7 +30,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
-from tests.differential import check, generated_summary, tiny_tpch
+from tests.differential import REJECTED, check, generated_summary, tiny_tpch
 from tests.query_generator import Generator, RandomChooser
 
 # Spark's interpreted evaluation: each generated query is new code to compile (Janino, then the
@@ -82,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
              if not args.containing or args.containing in Generator(RandomChooser(seed)).statement()]
     outcomes: Counter = Counter()
     failures: list[tuple[int, str, str]] = []
+    rejected: list[int] = []  # seeds whose query Spark itself fails: Spark's bugs or the generator's
     started = 0.0
     stopped = False
     signal.signal(signal.SIGTERM, stop_by_signal)
@@ -93,6 +94,8 @@ def main(argv: list[str] | None = None) -> int:
             seed, outcome, query, error = answer.result()
             started = started or time.monotonic()  # the rate from the first answer: workers start in ~a minute
             outcomes[outcome] += 1
+            if outcome == REJECTED:
+                rejected.append(seed)
             if error:
                 failures.append((seed, error, query))
                 print(f"seed {seed} failed: {error}", file=sys.stderr, flush=True)
@@ -110,6 +113,9 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         stop_pool(pool, wait=not stopped)
     print(generated_summary(outcomes))
+    if rejected:
+        print(f"{REJECTED} (python -m tests.query_generator --seed N prints one): seeds "
+              f"{', '.join(map(str, sorted(rejected)))}")
     for seed, error, query in sorted(failures):
         print(f"\nseed {seed}: {error}\n{query}")
     return 1 if failures else 143 if stopped else 0
