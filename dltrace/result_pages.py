@@ -41,6 +41,26 @@ def from_files(answer) -> bool:
     return isinstance(answer, pa.Table)
 
 
+def columns_of(answer) -> list[str]:
+    """The column names of an answer (a pyarrow Table or a Spark DataFrame)."""
+    return answer.column_names if from_files(answer) else answer.columns
+
+
+def count_of(answer) -> int:
+    """The rows of an answer (a pyarrow Table or a Spark DataFrame), counted."""
+    return answer.num_rows if from_files(answer) else answer.count()
+
+
+def records(answer, offset: int = 0, limit: int | None = None) -> list[dict]:
+    """Rows ``offset`` on (``limit`` of them, else all) of an answer as dicts: of a pyarrow
+    Table read from the catalog's files, or of a Spark DataFrame."""
+    if from_files(answer):
+        return answer.slice(offset, limit).to_pylist()
+    answer = answer.offset(offset) if offset else answer
+    rows = (answer.limit(limit) if limit is not None else answer).collect()
+    return [r.asDict(recursive=False) for r in rows]
+
+
 def rows_at(store, result: SavedResult, rows: np.ndarray, columns: list[str] | None = None):
     """The saved rows numbered ``rows`` (numpy int64), as ``ResultStore.rows`` has them
     (``_row``, the columns, ``DL``, ``DL_shared``; or ``_row`` and ``columns``), in ``_row``

@@ -14,11 +14,12 @@ import numpy as np
 import pytest
 
 from dltrace import result_pages
-from dltrace.commands.output import first_rows, from_files
+from dltrace.commands.output import first_rows
 from dltrace.impact import files
 from dltrace.impact.backward import explain
 from dltrace.impact.search import collect_bad_ids, impact
 from dltrace.impact.source import parse_source
+from dltrace.result_pages import from_files
 from dltrace.results import DL, ROW
 from dltrace.spark import session_conf
 from tests.conftest import stored_before_positions, tpch_copy

@@ -8,9 +8,10 @@ import sys
 from dataclasses import asdict
 
 from dltrace.commands.common import OUTPUTS, Parents, open_session, reporting_warnings
-from dltrace.commands.output import columns_of, first_rows, from_files
+from dltrace.commands.output import first_rows
 from dltrace.formatting import output_limit, write_json, write_table
 from dltrace.impact.backward import explain
+from dltrace.result_pages import columns_of, from_files
 from dltrace.summary.summaries import DEFAULT_PATTERNS, LINEAGE_SAMPLE, Summary, check_options
 
 

@@ -7,10 +7,11 @@ import sys
 import warnings
 
 from dltrace.commands.common import OUTPUTS, Parents, open_session, query_text, reporting_warnings
-from dltrace.commands.output import columns_of, count_of, first_rows
+from dltrace.commands.output import first_rows
 from dltrace.formatting import output_limit, table_footer, write_json, write_table
 from dltrace.impact.search import MODES, ImpactWarning, collect_bad_ids, impact, matches_nothing
 from dltrace.impact.source import SOURCE_FORM, parse_source
+from dltrace.result_pages import columns_of, count_of
 
 
 def add_parser(commands, parents: Parents) -> None:

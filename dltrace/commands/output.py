@@ -17,7 +17,7 @@ from dltrace.formatting import (
     write_table,
 )
 from dltrace.granularity import GranuleDecoder
-from dltrace.result_pages import from_files
+from dltrace.result_pages import records
 
 
 def print_rows(session, frame, args: argparse.Namespace, limit: int | None, granules: GranuleDecoder | None) -> None:
@@ -64,14 +64,4 @@ def table_rows(session, frame, limit: int) -> list[dict]:
 def first_rows(answer, limit: int | None) -> list[dict]:
     """The first ``limit`` + 1 rows (all without a limit) as dicts, ``DL`` a list of
     ids: from a Spark DataFrame, or from a pyarrow Table read from the saved files."""
-    if from_files(answer):
-        return list(row_dicts(answer.slice(0, limit + 1).to_pylist() if limit is not None else answer.to_pylist()))
-    return list(row_dicts((answer.limit(limit + 1) if limit is not None else answer).collect()))
-
-
-def columns_of(answer) -> list[str]:
-    return answer.column_names if from_files(answer) else answer.columns
-
-
-def count_of(answer) -> int:
-    return answer.num_rows if from_files(answer) else answer.count()
+    return list(row_dicts(records(answer, 0, None if limit is None else limit + 1)))

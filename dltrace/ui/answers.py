@@ -28,7 +28,7 @@ from dltrace.formatting import plain_value
 from dltrace.ids import ROW_BITS
 from dltrace.impact import ImpactWarning, explain, impact
 from dltrace.plain import names_read
-from dltrace.result_pages import from_files
+from dltrace.result_pages import columns_of, records
 from dltrace.results import DL, ROW
 
 JS_SAFE = 2 ** 53  # JavaScript's numbers hold integers exactly up to here; ids and bigints go past it
@@ -163,19 +163,8 @@ def sources(session, name: str, row: int, table: str, offset: int, limit: int) -
 
 def _page(frame, total: int, offset: int, limit: int) -> dict:
     """Rows ``offset`` to ``offset + limit`` of an explained table (ordered by ``_dl_id``)."""
-    columns = frame.column_names if from_files(frame) else frame.columns
-    return {"columns": columns, "total": total, "offset": offset,
+    return {"columns": columns_of(frame), "total": total, "offset": offset,
             "rows": [{k: value(v) for k, v in r.items()} for r in records(frame, offset, limit)]}
-
-
-def records(frame, offset: int = 0, limit: int | None = None) -> list[dict]:
-    """Rows ``offset`` on (``limit`` of them, else all) of an answer as dicts: of a pyarrow
-    Table read from the catalog's files, or of a Spark DataFrame."""
-    if from_files(frame):
-        return frame.slice(offset, limit).to_pylist()
-    frame = frame.offset(offset) if offset else frame
-    rows = (frame.limit(limit) if limit is not None else frame).collect()
-    return [r.asDict(recursive=False) for r in rows]
 
 
 def summary(session, name: str, row: int, k: int) -> dict:
@@ -228,7 +217,7 @@ def affected_rows(session, source: str, result: str | None, shown: int = IMPACT_
     results = {}
     for name, frame in answer.items():
         rows = [{**a, "DL": value(a["DL"]), "values": value(a["values"])} for a in _affected(frame)]
-        columns = [c for c in (frame.column_names if from_files(frame) else frame.columns) if c not in (ROW, DL)]
+        columns = [c for c in columns_of(frame) if c not in (ROW, DL)]
         results[name] = {"count": len(rows), "columns": columns, "rows": rows[:shown]}
     return {"source": source, "results": results, "warnings": said}
 
