@@ -40,6 +40,11 @@ LITERALS: dict[str, Sequence[str]] = {
 }
 COMPARISONS = ("=", "<>", "<", "<=", ">", ">=")
 JOINS = ("JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL JOIN", "CROSS JOIN", "LEFT SEMI JOIN", "LEFT ANTI JOIN")
+# window functions that need an ORDER BY and take no frame
+ORDERED_WINDOW_FUNCTIONS = ("rank", "dense_rank", "row_number", "ntile", "percent_rank", "cume_dist", "lag", "lead")
+FRAMES = ("ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING", "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW",
+          "ROWS BETWEEN 2 PRECEDING AND 1 PRECEDING", "ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING",
+          "RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW", "RANGE BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING")
 SET_OPERATIONS = ("UNION ALL", "UNION", "INTERSECT", "INTERSECT ALL", "EXCEPT", "EXCEPT ALL")
 
 
@@ -314,8 +319,9 @@ class Generator:
         c = self.chooser
         partition = c.choice(columns)
         order = c.choice(columns)
-        # row_number() is left out: under ties in the ORDER BY, its numbers depend on the plan
-        function = c.choice(["rank()", "dense_rank()", "count(*)", "sum({n})", "max({n})"])
+        function = c.choice(["rank()", "dense_rank()", "row_number()", "ntile(3)", "percent_rank()", "cume_dist()",
+                             "count(*)", "sum({n})", "max({n})", "avg({n})", "first_value({n})", "lag({n})",
+                             "lead({n}, 2)"])
         numbers = [x for x in columns if x.kind == NUM]
         if "{n}" in function:
             if not numbers:
@@ -323,8 +329,13 @@ class Generator:
             else:
                 function = function.format(n=c.choice(numbers).sql)
         over = f"PARTITION BY {partition.sql}" if c.chance(0.8) else ""
-        if function.endswith("()") or c.chance(0.5):
-            over += f" ORDER BY {order.sql}"
+        ranking = function.endswith(")") and function.split("(")[0] in ORDERED_WINDOW_FUNCTIONS
+        if ranking or c.chance(0.6):
+            # every column after the chosen one: rows that tie are alike, so the values the rows
+            # get do not depend on which of them Spark takes first (ROW_NUMBER, LAG, ROWS frames)
+            over += " ORDER BY " + ", ".join([order.sql] + [x.sql for x in columns if x is not order])
+            if not ranking and c.chance(0.5):
+                over += " " + c.choice(FRAMES)
         return f"{function} OVER ({over.strip()})"
 
     def aggregate(self, depth: int, source: str, columns: list[Column], where: str,

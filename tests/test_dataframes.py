@@ -68,6 +68,7 @@ def programs(spark):
     orders, customer, nation = spark.table("orders"), spark.table("customer"), spark.table("nation")
     lineitem = spark.table("lineitem")
     recent = Window.partitionBy("o_custkey").orderBy(F.desc("o_orderdate"), "o_orderkey")
+    by_customer = Window.partitionBy("o_custkey").orderBy("o_orderdate", "o_orderkey")
     return {
         "filter-select": (
             orders.where(F.col("o_totalprice") > 400000).select("o_orderkey", (F.col("o_totalprice") / 2).alias("h")),
@@ -123,6 +124,18 @@ def programs(spark):
             "select o_orderkey, o_custkey, rn from (select *, row_number() over (partition by o_custkey order by "
             "o_orderdate desc, o_orderkey) as rn from orders) t where rn = 1 "
             "order by o_totalprice desc, o_orderkey limit 7"),
+        "window-frames": (
+            orders.select("o_orderkey", "o_custkey",
+                          F.sum("o_totalprice").over(by_customer.rowsBetween(Window.unboundedPreceding,
+                                                                             Window.currentRow)).alias("running"),
+                          F.lag("o_totalprice").over(by_customer).alias("prev"),
+                          F.avg("o_totalprice").over(by_customer.rowsBetween(-1, 1)).alias("smooth"),
+                          F.rank().over(Window.partitionBy("o_custkey").orderBy("o_orderpriority")).alias("r")),
+            "select o_orderkey, o_custkey, sum(o_totalprice) over (partition by o_custkey order by o_orderdate, "
+            "o_orderkey rows between unbounded preceding and current row) as running, lag(o_totalprice) over "
+            "(partition by o_custkey order by o_orderdate, o_orderkey) as prev, avg(o_totalprice) over (partition by "
+            "o_custkey order by o_orderdate, o_orderkey rows between 1 preceding and 1 following) as smooth, "
+            "rank() over (partition by o_custkey order by o_orderpriority) as r from orders"),
         "when-cast-isin-na": (
             lineitem.where(F.col("l_shipmode").isin("MAIL", "SHIP"))
                     .groupBy("l_shipmode")
@@ -149,7 +162,7 @@ def programs(spark):
 
 
 PROGRAMS = ["filter-select", "sql-strings", "withColumn-rename-drop", "join-group", "join-using-left", "semi-anti",
-            "self-join-alias", "distinct-dropDuplicates", "set-operations", "window-orderBy-limit",
+            "self-join-alias", "distinct-dropDuplicates", "set-operations", "window-orderBy-limit", "window-frames",
             "when-cast-isin-na", "spark-sql-inside", "subqueries"]
 
 

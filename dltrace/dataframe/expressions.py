@@ -203,7 +203,11 @@ class ExpressionTranslator:
             if which == "unbounded":
                 return "UNBOUNDED", ""
             value = self(b.value)
-            number = int(value.name) if isinstance(value, exp.Literal) else None
+            negative = isinstance(value, exp.Neg) and isinstance(value.this, exp.Literal)
+            if negative or isinstance(value, exp.Literal):  # a negative literal is Neg(literal)
+                number = -int(value.this.name) if negative else int(value.name)
+            else:
+                number = None
             if number == 0:
                 return "CURRENT ROW", ""
             if number is None:

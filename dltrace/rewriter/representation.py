@@ -35,11 +35,14 @@ def call(name: str, *args: exp.Expression) -> exp.Expression:
     return exp.Anonymous(this=name, expressions=list(args))
 
 
-def over(aggregate: exp.Expression, partition_by: list[exp.Expression] | None) -> exp.Expression:
-    """``aggregate`` as a window function over ``partition_by`` (None: a plain aggregate)."""
-    if partition_by is None:
+def over(aggregate: exp.Expression, window: exp.Window | None) -> exp.Expression:
+    """``aggregate`` as a window function over ``window``'s partition, order and frame (a
+    ``Window`` whose function is ignored; None: a plain aggregate)."""
+    if window is None:
         return aggregate
-    return exp.Window(this=aggregate, partition_by=[p.copy() for p in partition_by])
+    windowed = window.copy()
+    windowed.set("this", aggregate)
+    return windowed
 
 
 def typed_empty_array(element: str) -> exp.Expression:
@@ -62,11 +65,11 @@ def empty_id_array() -> exp.Expression:
     )
 
 
-def aggregate_shared(term: Term, partition_by: list[exp.Expression] | None) -> Term:
+def aggregate_shared(term: Term, window: exp.Window | None) -> Term:
     """DLUNION over a group of a set that is the same on every row: itself, read once."""
     if isinstance(term.sql, exp.Subquery):
         return term
-    return replace(term, sql=over(call("first", term.sql, exp.true()), partition_by))
+    return replace(term, sql=over(call("first", term.sql, exp.true()), window))
 
 
 def collect_ids(term: Term) -> str:
@@ -85,9 +88,9 @@ class Representation(Protocol):
     set_kind: Kind
 
     def aggregate(
-        self, term: Term, partition_by: list[exp.Expression] | None = None, group_size: float | None = None
+        self, term: Term, window: exp.Window | None = None, group_size: float | None = None
     ) -> Term:
-        """``DLUNION`` of a term over the rows of a group (or of a window partition);
+        """``DLUNION`` of a term over the rows of a group (or of each row's window frame);
         ``group_size`` is the expected number of ids per group, when known."""
 
     def as_set(self, terms: Lineage) -> exp.Expression:
@@ -117,16 +120,16 @@ class SetRepresentation:
         return empty_id_array()
 
     def aggregate(
-        self, term: Term, partition_by: list[exp.Expression] | None = None, group_size: float | None = None
+        self, term: Term, window: exp.Window | None = None, group_size: float | None = None
     ) -> Term:
         if term.shared:
-            return aggregate_shared(term, partition_by)
+            return aggregate_shared(term, window)
         # groups split the rows: ids that no two rows share, no two groups share (not so for
-        # window partitions, whose rows all carry their partition's set)
-        disjoint = term.unique and partition_by is None
+        # window frames, which overlap)
+        disjoint = term.unique and window is None
         if term.kind is Kind.ID:
-            return Term(over(call(collect_ids(term), term.sql), partition_by), Kind.IDS, term.tables, unique=disjoint)
-        flat = call("flatten", over(call("collect_list", as_id_array(term)), partition_by))
+            return Term(over(call(collect_ids(term), term.sql), window), Kind.IDS, term.tables, unique=disjoint)
+        flat = call("flatten", over(call("collect_list", as_id_array(term)), window))
         return Term(flat if term.unique else call("array_distinct", flat), Kind.IDS, term.tables, unique=disjoint)
 
     def _group(self, terms: Sequence[Term], sort: bool) -> exp.Expression:
@@ -245,16 +248,16 @@ class BddRepresentation:
         return call("dl_bdd_union", set_value, id_value)
 
     def aggregate(
-        self, term: Term, partition_by: list[exp.Expression] | None = None, group_size: float | None = None
+        self, term: Term, window: exp.Window | None = None, group_size: float | None = None
     ) -> Term:
         if term.shared:
-            return aggregate_shared(term, partition_by)
+            return aggregate_shared(term, window)
         if term.kind is Kind.ID:
-            value = self._union([], [], [over(call(collect_ids(term), term.sql), partition_by)])
+            value = self._union([], [], [over(call(collect_ids(term), term.sql), window)])
         elif term.kind is Kind.IDS:
-            value = self._union([], [], [call("flatten", over(call("collect_list", term.sql), partition_by))])
+            value = self._union([], [], [call("flatten", over(call("collect_list", term.sql), window))])
         else:
-            value = self._union([], [], [], [over(call("collect_list", term.sql), partition_by)])
+            value = self._union([], [], [], [over(call("collect_list", term.sql), window)])
         return Term(value, Kind.BDD, term.tables)
 
     def as_set(self, terms: Lineage) -> exp.Expression:
@@ -325,10 +328,10 @@ class AutoRepresentation:
         self.small, self.large = small, large
 
     def aggregate(
-        self, term: Term, partition_by: list[exp.Expression] | None = None, group_size: float | None = None
+        self, term: Term, window: exp.Window | None = None, group_size: float | None = None
     ) -> Term:
         chosen = self.large if group_size is not None and group_size >= self.BDD_FROM_IDS else self.small
-        return chosen.aggregate(term, partition_by, group_size)
+        return chosen.aggregate(term, window, group_size)
 
     def as_set(self, terms: Lineage) -> exp.Expression:
         return self.small.as_set(terms)

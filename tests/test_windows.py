@@ -1,0 +1,157 @@
+"""Window lineage by frame (docs/semantics.md, "Windows"), row by row against DuckDB.
+
+Under data semantics a window row's DL is its own ids and those of the rows its window
+values read: an aggregate's frame, the row at a LAG/LEAD offset, the rows ordered at or
+before it for a rank, the partition for NTILE/PERCENT_RANK/CUME_DIST.  The expected DLs are
+computed by DuckDB from those definitions with self-joins over the same base rows and ids
+(no window function is involved, so a frame Spark and dltrace get wrong the same way still
+fails).  Under control semantics a row's DL is its partition.  The completeness oracle runs
+on every form whose rows are contiguous with the row (docs/semantics.md says which are not).
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from dltrace import LineageSession
+from dltrace.formatting import lineage_ids
+from tests.oracle import DuckOracle, check_completeness
+
+pytestmark = pytest.mark.spark
+
+# partitions of 1 to 13 rows (and one with a NULL key), ties in t, NULLs in x, u unique
+ROWS = [
+    (i, None if i % 11 == 0 else ("a" if i < 14 else "b" if i < 25 else "c" if i < 26 else "d"),
+     (i * 7) % 5, None if i % 6 == 0 else (i * 13) % 17, i * 3 % 37)
+    for i in range(1, 38)
+]
+
+# (name, window value, the frame's base rows of row `a` as a DuckDB condition on row `b`,
+#  whether the completeness oracle holds for it)
+SAME_PARTITION = "b.k IS NOT DISTINCT FROM a.k"
+ORDINAL = "(SELECT count(*) FROM base_trips c WHERE c.k IS NOT DISTINCT FROM {r}.k AND c.u <= {r}.u)"
+POSITION_A, POSITION_B = ORDINAL.format(r="a"), ORDINAL.format(r="b")
+FORMS = [
+    ("running sum", "sum(x) over (partition by k order by t)", "b.t <= a.t", True),
+    ("running count by rows", "count(*) over (partition by k order by u rows between unbounded preceding and "
+     "current row)", "b.u <= a.u", True),
+    ("sliding", "avg(x) over (partition by k order by u rows between 1 preceding and 1 following)",
+     f"abs({POSITION_B} - {POSITION_A}) <= 1", True),
+    ("before the row", "sum(x) over (partition by k order by u rows between 3 preceding and 1 preceding)",
+     f"{POSITION_B} between {POSITION_A} - 3 and {POSITION_A} - 1", True),
+    ("to the end", "max(x) over (partition by k order by u rows between current row and unbounded following)",
+     "b.u >= a.u", True),
+    ("range offsets", "count(x) over (partition by k order by t range between 2 preceding and 1 following)",
+     "b.t between a.t - 2 and a.t + 1", True),
+    ("lag", "lag(x) over (partition by k order by u)", f"{POSITION_B} = {POSITION_A} - 1", True),
+    ("lead 2", "lead(x, 2, -1) over (partition by k order by u)", f"{POSITION_B} = {POSITION_A} + 2", False),
+    ("rank", "rank() over (partition by k order by t)", "b.t <= a.t", True),
+    ("dense_rank desc", "dense_rank() over (partition by k order by t desc)", "b.t >= a.t", True),
+    ("row_number", "row_number() over (partition by k order by t, u)", "b.t < a.t or (b.t = a.t and b.u <= a.u)",
+     True),
+    ("ntile", "ntile(3) over (partition by k order by u)", "true", True),
+    ("cume_dist", "cume_dist() over (partition by k order by t)", "true", True),
+    ("first_value", "first_value(x) over (partition by k order by u)", "b.u <= a.u", True),
+    ("partition total", "sum(x) over (partition by k)", "true", True),
+    ("no partition", "sum(x) over (order by u rows between 2 preceding and current row)",
+     "(SELECT count(*) FROM base_trips c WHERE c.u between b.u and a.u) between 1 and 3", True),
+]
+
+
+@pytest.fixture(scope="module")
+def windows(spark, tmp_path_factory) -> LineageSession:
+    directory = tmp_path_factory.mktemp("windows")
+    table = pa.table({name: list(column) for name, column in zip(["id", "k", "t", "x", "u"], zip(*ROWS))},
+                     schema=pa.schema([("id", pa.int64()), ("k", pa.string()), ("t", pa.int64()), ("x", pa.int64()),
+                                       ("u", pa.int64())]))
+    pq.write_table(table, directory / "trips.parquet")
+    pq.write_table(pa.table({"zone": ["a", "b", "c"], "zone_name": ["north", "south", "east"]}),
+                   directory / "zones.parquet")
+    session = LineageSession(directory / "catalog", spark=spark)
+    session.register("trips", directory / "trips.parquet", key=["id"])
+    session.register("zones", directory / "zones.parquet", key=["zone"])
+    return session
+
+
+@pytest.fixture(scope="module")
+def oracle(windows) -> DuckOracle:
+    return DuckOracle(windows)
+
+
+def expected(oracle: DuckOracle, frame: str, partitioned: bool = True) -> dict[int, set[int]]:
+    """Each trip's own id and those of the rows of its partition ``frame`` selects, by DuckDB."""
+    partition = SAME_PARTITION if partitioned else "true"
+    rows = oracle.db.execute(
+        f"SELECT a.id, list(b._dl_id) FROM base_trips a JOIN base_trips b ON {partition} AND ({frame}) "
+        "GROUP BY a.id").fetchall()
+    own = dict(oracle.db.execute("SELECT id, _dl_id FROM base_trips").fetchall())
+    found = {trip: set(ids) for trip, ids in rows}
+    return {trip: found.get(trip, set()) | {own_id} for trip, own_id in own.items()}
+
+
+def traced(session: LineageSession, query: str, semantics: str, representation: str = "set") -> dict:
+    rows = session.sql(query, semantics=semantics, representation=representation).collect()
+    dls = {r.id: list(lineage_ids(r.DL)) for r in rows}
+    assert all(len(set(ids)) == len(ids) for ids in dls.values()), "DL must not repeat an id"
+    return {trip: set(ids) for trip, ids in dls.items()}
+
+
+@pytest.mark.parametrize("name, value, frame, complete", FORMS, ids=[f[0] for f in FORMS])
+def test_data_lineage_is_the_frame(windows, oracle, name, value, frame, complete):
+    query = f"select id, {value} as w from trips"
+    want = expected(oracle, frame, partitioned=name != "no partition")
+    assert traced(windows, query, "data") == want
+    assert traced(windows, query, "data", "bdd") == want
+    rows = windows.sql(query, semantics="data").collect()
+    assert sorted(r.w for r in rows if r.w is not None) == sorted(
+        r.w for r in windows.sql(query, lineage=False).collect() if r.w is not None)
+    if complete:
+        check_completeness(oracle, query, rows, tree=False, most=40)
+
+
+@pytest.mark.parametrize("name, value", [(f[0], f[1]) for f in FORMS if f[0] != "no partition"])
+def test_control_lineage_is_the_partition(windows, oracle, name, value):
+    query = f"select id, {value} as w from trips"
+    assert traced(windows, query, "control") == expected(oracle, "true")
+
+
+def test_several_windows_union_their_frames(windows, oracle):
+    query = ("select id, lag(x) over (partition by k order by u) as p, "
+             "sum(x) over (partition by k order by u rows between 1 following and 2 following) as n from trips")
+    lag = expected(oracle, f"{POSITION_B} = {POSITION_A} - 1")
+    ahead = expected(oracle, f"{POSITION_B} between {POSITION_A} + 1 and {POSITION_A} + 2")
+    assert traced(windows, query, "data") == {trip: lag[trip] | ahead[trip] for trip in lag}
+
+
+def test_a_window_over_a_join_reads_both_tables_rows(windows, oracle):
+    query = ("select t.id, count(*) over (partition by t.k order by t.u) as n, z.zone_name "
+             "from trips t join zones z on z.zone = t.k")
+    rows = windows.sql(query, semantics="data").collect()
+    zone_ids = dict(oracle.db.execute("SELECT zone, _dl_id FROM base_zones").fetchall())
+    frames = expected(oracle, "b.u <= a.u")
+    kinds = dict(oracle.db.execute("SELECT id, k FROM base_trips").fetchall())
+    assert {r.id: set(r.DL) for r in rows} == {trip: ids | {zone_ids[kinds[trip]]} for trip, ids in frames.items()
+                                               if kinds[trip] in zone_ids}
+    check_completeness(oracle, query, rows, tree=False, most=40)
+
+
+def test_a_window_over_groups_reads_the_groups_rows(windows, oracle):
+    query = "select k, sum(sum(x)) over (order by k) as running from trips where k is not null group by k"
+    rows = windows.sql(query, semantics="data").collect()
+    ids_by_key = dict(oracle.db.execute("SELECT k, list(_dl_id) FROM base_trips WHERE k IS NOT NULL GROUP BY k")
+                      .fetchall())
+    assert {r.k: set(r.DL) for r in rows} == {
+        key: {i for other, ids in ids_by_key.items() if other <= key for i in ids} for key in ids_by_key}
+    check_completeness(oracle, query, rows, tree=False, most=10)
+
+
+def test_the_latest_row_per_key_reads_the_rows_ordered_before_it(windows, oracle):
+    """The keep-the-latest idiom: ``row_number() = 1`` under ``ORDER BY ... DESC`` reads the rows
+    at or before it, its peers (ties of t) included."""
+    query = ("select id, k from (select id, k, row_number() over (partition by k order by t desc) as rn from trips) "
+             "where rn = 1")
+    rows = windows.sql(query, semantics="data").collect()
+    frames = expected(oracle, "b.t >= a.t")
+    assert {r.id: set(r.DL) for r in rows} == {r.id: frames[r.id] for r in rows}
