@@ -52,6 +52,7 @@ class Engine(Protocol):
         id_source: rewriter.IdSource | None = None,
         ids_ordered_by_table: bool = True,
         references: bool = False,
+        windows_apart: bool = False,
     ) -> exp.Expression:
         """The lineage query of ``query`` over the catalog (``rewrite_over_catalog``)."""
 
@@ -75,13 +76,16 @@ def rewrite_over_catalog(
     ids_ordered_by_table: bool = True,
     rules: Sequence[rewriter.Phase] = rewriter.RULES,
     references: bool = False,
+    windows_apart: bool = False,
 ) -> exp.Expression:
     """``expression`` (views inlined) rewritten over the registered ``tables`` and the
     ``saved`` results it reads (``schemas``: the columns of both); ids from ``id_source``,
     default ``_dl_id``.  The saved results must hold lineage of the same semantics (a mix
     would be neither) and base-row ids (other ids cannot be traced through them).
     ``references``: the rows read from saved results are named (``reference_codes``), not
-    spelled out, as a saved step stores them (dltrace/results.py, "References")."""
+    spelled out, as a saved step stores them (dltrace/results.py, "References");
+    ``windows_apart``: window partitions and frames held apart as named sets, as a save
+    stores them (rewriter/window.py)."""
     for result in saved.values():
         if id_source is not None:
             raise BadInput(f"this lineage cannot be traced through saved result {result.name}: "
@@ -98,6 +102,7 @@ def rewrite_over_catalog(
         saved={n: rewriter.SavedLineage(frozenset(r.lineage_tables) & frozenset(tables), r.disjoint, r.shared_sets,
                                         named.get(n)) for n, r in saved.items()},
         rules=rules,
+        windows_apart=windows_apart,
     )
 
 

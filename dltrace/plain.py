@@ -52,9 +52,10 @@ def with_spark_names(session, query: str, frame):
     reads columns by Spark's names must work with lineage too.  Costs an analysis of the
     plain query (no job), only when such a name occurs."""
     made_up = [c for c in frame.columns if GENERATED_NAME.fullmatch(c) and not re.search(rf"\b{c}\b", query)]
-    if not made_up or frame.columns[-1] != DL:
+    if not made_up or DL not in frame.columns:
         return frame
-    return frame.toDF(*session.run(plain_sql(query, session.schemas())).columns, DL)
+    names = session.run(plain_sql(query, session.schemas())).columns
+    return frame.toDF(*names, *frame.columns[len(names):])  # DL (and DL_names, held apart) last
 
 
 def with_spark_aliases(session, query: str, expression: exp.Expression) -> exp.Expression:

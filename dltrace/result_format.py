@@ -37,7 +37,9 @@ from dltrace.errors import BadInput, CatalogError
 from dltrace.storage import Location
 from dltrace.table_data import backquoted
 
-FORMAT = 5  # 5: _pos for _row; 4: references; 3: shared sets; 2: inputs (results, lineage_tables, stamp); 1-4 load
+# 6: named sets (window partitions, frame blocks); 5: _pos for _row; 4: references; 3: shared
+# sets; 2: inputs (results, lineage_tables, stamp); 1-5 load
+FORMAT = 6
 ROW = "_row"
 POSITION = "_pos"  # rows.parquet's row positions from format 5 on (module docstring)
 PARTITION_BITS = 33  # monotonically_increasing_id: the partition above these bits, the row within it below
@@ -79,6 +81,9 @@ class SavedResult:
     disjoint: bool = False  # no own id is in the DLs of two rows (queries reading it need not deduplicate)
     shared: str | None = None  # shared.parquet, relative to the catalog directory, when sets are shared
     shared_sets: int = 0  # how many shared sets; every row names each of them in DL_shared
+    # format 6: how many sets follow them (set_ids from shared_sets on), each named by some
+    # rows: a window's partitions, the blocks of a partition's rows its frames are made of
+    named_sets: int = 0
     shared_ids: int = 0  # the ids of the shared sets, each counted once
     # saved results whose rows DL names (module docstring, "References"): name -> code; the
     # save named is the one ``results`` records

@@ -42,6 +42,7 @@ from dltrace import faults, staleness
 from dltrace.catalog import NAME_PATTERN, Catalog, quoted
 from dltrace.errors import BadInput, CatalogError
 from dltrace.ids import FIRST_REFERENCE_ID, ROW_BITS
+from dltrace.named_sets import numbered_sets, persisted
 from dltrace.plain import names_read  # noqa: F401 - importable from here, as before
 from dltrace.recovery import referenced_saves, temporary_name, writer
 from dltrace.result_cleanup import remove_unreferenced, remove_unreferenced_upstream
@@ -66,6 +67,7 @@ from dltrace.result_format import (  # noqa: F401 - importable from here, as bef
     partition_positions,
     rows_sql,
 )
+from dltrace.rewriter.output import DL_NAMES
 from dltrace.storage import Location, location
 from dltrace.table_data import backquoted, read_parquet
 from dltrace.validation import check_result
@@ -202,14 +204,16 @@ class ResultStore:
         return self._resolved(spark, result, rows, shared=True)
 
     def lineage_without_shared(self, spark, result: SavedResult):
-        """The saved rows with the upstream rows their DLs name resolved (their whole DLs), the
-        shared sets still named in ``DL_shared``: what a query reading the result sees."""
+        """The saved rows with the upstream rows and the sets held apart (``named_sets``) their
+        DLs name resolved, the shared sets (every row's) still named in ``DL_shared``: what a
+        query reading the result sees."""
         rows = self.rows(spark, result)
-        return self._resolved(spark, result, rows, shared=False) if result.references else rows
+        return self._resolved(spark, result, rows, shared=False) if result.references or result.named_sets else rows
 
     def _resolved(self, spark, result: SavedResult, rows, shared: bool):
         """``rows`` with ``DL`` the sorted union of each row's own ids, the whole DLs of the
-        upstream rows it names and (``shared``) the ids of the shared sets it names."""
+        upstream rows it names, the ids of the sets held apart it names and (``shared``)
+        those of the shared sets every row names."""
         from functools import reduce
 
         from pyspark.sql import functions as F
@@ -222,10 +226,13 @@ class ResultStore:
                 (F.col(ROW) + F.lit(code << ROW_BITS)).alias("__id"), F.col(DL).alias("__ids")
             )
             parts.append(pairs.join(whole, "__id").select(ROW, F.explode("__ids").alias("__id")))
-        if shared and result.shared:
+        if result.shared and (shared or result.named_sets):
             named = rows.select(ROW, F.explode(SHARED_REFS).alias(SHARED_SET))
             sets = self.shared_sets(spark, result).withColumnRenamed(SHARED_ID, "__id")
-            parts.append(named.join(F.broadcast(sets), SHARED_SET).select(ROW, "__id"))
+            if not shared:
+                sets = sets.where(F.col(SHARED_SET) >= result.shared_sets)
+            # the sets every row shares are few; sets held apart hold each id O(log n) times
+            parts.append(named.join(sets if result.named_sets else F.broadcast(sets), SHARED_SET).select(ROW, "__id"))
         ids = reduce(lambda a, b: a.unionAll(b), parts)
         whole = ids.groupBy(ROW).agg(F.array_sort(F.array_distinct(F.collect_list("__id"))).alias("__whole"))
         spelled = F.coalesce("__whole", F.array().cast("array<bigint>"))
@@ -248,11 +255,15 @@ class ResultStore:
         shared_sets: Sequence = (),
         references: dict[str, int] | None = None,
         named: dict[str, SavedResult] | None = None,
+        named_sets=None,
     ) -> SavedResult:
         """Write ``frame`` (query columns plus ``DL``) as result ``name``, replacing any older one.
 
         ``shared_sets``: one-row DataFrames, each a sorted id array that every row's DL also
         holds (``frame``'s ``DL`` then has the rows' own ids only); stored once each.
+        ``named_sets``: ``(__dlname, __dlid)`` rows of sets held apart that some rows each
+        hold (window partitions and frame blocks), named in ``frame``'s ``DL_names``; stored
+        once each, after the shared sets, and named by number in the rows' ``DL_shared``.
         ``references``: the saved results whose rows ``frame``'s DLs name, with their codes
         (``result_format``, "References"); ``named``: their metadata when ``frame`` was
         planned, which says which of their saves it names.
@@ -270,7 +281,9 @@ class ResultStore:
         data_dir = self.directory / name / stamp
         data_dir.mkdir()
         try:
-            written = _write_rows(frame, data_dir, index, shared_sets)
+            with persisted(named_sets) as kept:  # read for its names, then written
+                frame, numbered = numbered_sets(frame, kept, len(shared_sets))
+                written = _write_rows(frame, data_dir, index, shared_sets, numbered)
         except BaseException:
             data_dir.remove()
             raise
@@ -284,9 +297,9 @@ class ResultStore:
             columns=columns, data=posixpath.join(relative, "rows.parquet"),
             index=posixpath.join(relative, "index.parquet") if written.index else None, schema=written.schema,
             stamp=stamp, disjoint=disjoint_rows,
-            shared=posixpath.join(relative, "shared.parquet") if shared_sets else None,
-            shared_sets=len(shared_sets), shared_ids=written.shared_ids, references=dict(references or {}),
-            positions=written.positions,
+            shared=posixpath.join(relative, "shared.parquet") if shared_sets or numbered is not None else None,
+            shared_sets=len(shared_sets), named_sets=written.named_sets, shared_ids=written.shared_ids,
+            references=dict(references or {}), positions=written.positions,
         )
         self._publish(result, data_dir, named)
         return result
@@ -392,7 +405,7 @@ def _savable(frame, name: str, shared_sets: int) -> tuple:
         raise BadInput(f"'{name}' is not a valid result name: use letters, digits and _")
     if DL not in frame.columns:
         raise BadInput("only a result with lineage can be saved: it has no DL column")
-    columns = [c for c in frame.columns if c != DL]
+    columns = [c for c in frame.columns if c not in (DL, DL_NAMES)]
     lowered = [c.lower() for c in columns]
     for reserved in (ROW, POSITION):
         if reserved in lowered:
@@ -418,13 +431,14 @@ class Written:
     schema: dict[str, str]
     index: bool
     shared_ids: int
+    named_sets: int
 
 
-def _write_rows(frame, data_dir: Location, index: bool | None, shared_sets: Sequence) -> Written:
+def _write_rows(frame, data_dir: Location, index: bool | None, shared_sets: Sequence, numbered=None) -> Written:
     """Write a save's files into ``data_dir``: rows.parquet, the forward index when ``index``
-    (None: when it pays) and the shared sets."""
+    (None: when it pays), the shared sets and the sets held apart (``numbered``)."""
     columns = [c for c in frame.columns if c not in (DL, SHARED_REFS)]
-    lineage_columns = [DL, *([SHARED_REFS] if shared_sets else [])]
+    lineage_columns = [DL, *([SHARED_REFS] if shared_sets or numbered is not None else [])]
     saved = frame.selectExpr(f"monotonically_increasing_id() AS {POSITION}", *map(backquoted, columns),
                              *lineage_columns)
     saved.write.options(**WRITE_OPTIONS).option("parquet.block.size", ROWS_ROW_GROUP_BYTES).parquet(
@@ -437,8 +451,10 @@ def _write_rows(frame, data_dir: Location, index: bool | None, shared_sets: Sequ
     if index:
         written = read_parquet(frame.sparkSession, data_dir / "rows.parquet", schema)
         write_index(written.selectExpr(*rows_sql(positions, schema)), data_dir / "index.parquet")
-    shared_ids = write_shared_sets(shared_sets, data_dir / "shared.parquet") if shared_sets else 0
-    return Written(positions, rows, schema, bool(index), shared_ids)
+    named_sets = numbered.select(SHARED_SET).distinct().count() if numbered is not None else 0
+    shared_ids = (write_shared_sets(shared_sets, data_dir / "shared.parquet", numbered)
+                  if shared_sets or numbered is not None else 0)
+    return Written(positions, rows, schema, bool(index), shared_ids, named_sets)
 
 
 def directory_bytes(path: str | os.PathLike | Location) -> int:
@@ -460,9 +476,10 @@ def write_index(rows_frame, target: Location) -> None:
     ).parquet(str(target))
 
 
-def write_shared_sets(sets: Sequence, target: Location) -> int:
+def write_shared_sets(sets: Sequence, target: Location, numbered=None) -> int:
     """Each shared set's ids as ``(set_id, id)`` rows, sorted by set then id, in one file (the
-    sets are computed once each, as one sorted array); the number of ids written."""
+    sets are computed once each, as one sorted array), then the sets held apart
+    (``numbered``), sorted; the number of ids written."""
     from functools import reduce
 
     from pyspark.sql import functions as F
@@ -471,6 +488,8 @@ def write_shared_sets(sets: Sequence, target: Location) -> int:
         frame.select(F.lit(number).cast("int").alias(SHARED_SET), F.explode(frame.columns[0]).alias(SHARED_ID))
         for number, frame in enumerate(sets)
     ]
+    if numbered is not None:
+        exploded.append(numbered.select(SHARED_SET, SHARED_ID).orderBy(SHARED_SET, SHARED_ID))
     rows = reduce(lambda a, b: a.unionAll(b), exploded).coalesce(1)
     rows.write.options(**WRITE_OPTIONS).option("parquet.block.size", INDEX_ROW_GROUP_BYTES).parquet(str(target))
     return read_parquet(rows.sparkSession, target, SHARED_SCHEMA).count()  # from the files' footers

@@ -210,15 +210,17 @@ class LineageSession:
         id_source: rewriter.IdSource | None = None,
         ids_ordered_by_table: bool = True,
         references: bool = False,
+        windows_apart: bool = False,
     ):
         """The one path to the rewriter (ids from ``id_source``, default ``_dl_id``): views
         inlined, then ``engine.rewrite_over_catalog`` over the catalog's tables (codes and
-        statistics) and the saved results the query reads (``references``: their rows named,
-        as a saved step stores them)."""
+        statistics) and the saved results the query reads (``references``, ``windows_apart``:
+        their rows named, windows' sets held apart, as a save stores them)."""
         expanded_text = self.expand(query)
         saved = self.results_read(expanded_text)
         return rewrite_over_catalog(rewriter.parse(expanded_text), self.catalog.tables, self.schemas(saved), saved,
-                                    semantics, representation, id_source, ids_ordered_by_table, references=references)
+                                    semantics, representation, id_source, ids_ordered_by_table,
+                                    references=references, windows_apart=windows_apart)
 
     def results_read(self, expanded_query: str) -> dict[str, SavedResult]:
         """The saved results a query (views inlined) reads."""
@@ -263,10 +265,9 @@ class LineageSession:
         return frame
 
     def row_lineage(self, query: str, semantics: str, representation: str, id_source: rewriter.IdSource | None = None,
-                     references: bool = False):
-        """``query`` (views inlined) with row lineage, remembered for ``save`` and
-        ``shared_lineage`` (``references``: as a saved step stores it)."""
-        expression = self.lineage_expression(query, semantics, representation, id_source, references=references)
+                     references: bool = False, windows_apart: bool = False):  # for save: as it stores it
+        expression = self.lineage_expression(query, semantics, representation, id_source, True, references,
+                                             windows_apart)
         frame = keep_broadcasts(self._run_lineage(expression.sql(dialect=SPARK), query), expression, self.catalog,
                                 self.run)
         frame = with_spark_names(self, query, frame)

@@ -15,7 +15,7 @@ from weakref import WeakKeyDictionary
 
 from dltrace.catalog import Catalog
 from dltrace.errors import CatalogError, SourceChanged
-from dltrace.results import DL, ROW, ResultStore, SavedResult
+from dltrace.results import DL, ROW, SHARED_SET, ResultStore, SavedResult
 from dltrace.rewriter.saved_result import LINEAGE_COLUMN, ROW_COLUMN, shared_view
 from dltrace.table_data import backquoted, check_unchanged, table_rows
 
@@ -137,8 +137,9 @@ class SparkViews:
             # natively instead of with a boxed comparator
             columns.append(f"array_compact({DL}) AS {LINEAGE_COLUMN}")
         rows.selectExpr(*columns).createOrReplaceTempView(name)
-        if result.shared:
-            self.store.shared_sets(self.spark, result).createOrReplaceTempView(shared_view(name))
+        if result.shared_sets:  # the sets every row shares; those held apart are in _dl_lineage
+            sets = self.store.shared_sets(self.spark, result)
+            sets.where(sets[SHARED_SET] < result.shared_sets).createOrReplaceTempView(shared_view(name))
         self._state.paths[name] = path
         if rows_only:
             self._state.rows_only.add(name)

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
+from sqlglot import exp
+
 from dltrace import granularity, openlineage, rewriter
 from dltrace.engine import reference_codes
 from dltrace.errors import BadInput
@@ -55,6 +57,16 @@ def held_apart(store: ResultStore, spark, saved: SavedResult) -> tuple:
     rows = store.lineage_without_shared(spark, saved).drop(SHARED_REFS).orderBy(ROW)
     return rows, [sets.where(F.col(SHARED_SET) == number).agg(F.sort_array(F.collect_list(SHARED_ID)).alias(DL))
                   for number in range(saved.shared_sets)]
+
+
+def held_apart_sets(ls, frame):
+    """The sets held apart that some rows of ``frame`` each name in ``DL_names`` (window
+    partitions and frame blocks, ``rewriter/window.py``), as ``(__dlname, __dlid)`` rows;
+    None unless ``frame`` was planned as a save stores it (``windows_apart``)."""
+    made_by = ls.made_by(frame)
+    if made_by is None or made_by.shared is None or made_by.shared.named is None:
+        return None
+    return ls.run(made_by.shared.named.sql(dialect=rewriter.SPARK))
 
 
 def check_savable(lineage_on: granularity.LineageOnArgument) -> None:
@@ -133,14 +145,19 @@ def save(ls, frame, name: str, query: str | None, semantics: str | None, represe
     check_target(ls.store, name, query)
     with openlineage.save_run(ls, name, query) as saved:  # START, then COMPLETE with it or FAIL
         lineage = plain_lineage(made_by)
-        if is_step(made_by) and (read := ls.results_read(query)):
-            if not made_by.references:  # planned again as the step stores it: the rows read named
-                frame = ls.row_lineage(query, semantics, representation, references=True)
+        read = ls.results_read(query) if is_step(made_by) else {}
+        # planned again as a save stores it: the rows read named, windows' sets held apart
+        windows = is_step(made_by) and rewriter.parse(query).find(exp.Window) is not None
+        if (read and not made_by.references) or windows:
+            frame = ls.row_lineage(query, semantics, representation, references=bool(read), windows_apart=windows)
+        if read:
             lineage = step_lineage(name, made_by, read, ls.store, ls.spark_views.path,
                                    lambda: ls.lineage_expression(query, semantics, representation).meta)
         rows, sets = ls.shared_lineage(frame)  # shared sets are stored once, not in every row
+        named_sets = held_apart_sets(ls, frame)  # and so are the sets of window partitions and frames
         with ls.executing(frame):
             saved.append(ls.store.save(rows, name, query, semantics, representation, index,
-                                       disjoint_rows=lineage.disjoint_rows(bool(sets)), shared_sets=sets,
-                                       references=lineage.references, named=lineage.named))
+                                       disjoint_rows=lineage.disjoint_rows(bool(sets)) and named_sets is None,
+                                       shared_sets=sets, references=lineage.references, named=lineage.named,
+                                       named_sets=named_sets))
     return saved[0]

@@ -90,6 +90,7 @@ RESULT_TYPES: dict[str, Check] = {
     "format": integer(),
     "shared": optional(text),
     "shared_sets": integer(),
+    "named_sets": integer(),
     "shared_ids": integer(),
     "references": dict_of(integer()),
     "positions": optional(list_of(lambda v: isinstance(v, list) and len(v) == 2 and all(map(integer(), v)))),

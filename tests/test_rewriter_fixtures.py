@@ -14,6 +14,8 @@ rewriter (``rewriter.rewrite``) unless it says which rules to run.  Options of a
   rows' query, then each shared set) and ``meta[DISJOINT_ROWS]``;
 * ``only: qualify, distinct``: run only these rules (each in its phase), to see what one
   rule does on its own; ``without: semi_join_reduction``: all rules but these;
+* ``apart: windows``: planned as a save stores it (``windows_apart``): window partitions
+  and RANGE frames as names of sets held apart; with ``output: shared`` the sets' query too;
 * ``wrong: why``: the rewriter gets this case wrong today; the expected statements say what
   it should give (the case is a strict xfail, and writing fixtures leaves it alone).
 
@@ -36,7 +38,8 @@ from dltrace.views import inline
 from tests.sql_fixtures import FIXTURES, Case, read_cases, write_cases
 
 DIRECTORY = FIXTURES / "rewriter"
-OPTIONS = frozenset({"semantics", "repr", "keys", "rows", "ids", "saved", "view", "output", "only", "without", "wrong"})
+OPTIONS = frozenset({"semantics", "repr", "keys", "rows", "ids", "saved", "view", "output", "only", "without", "wrong",
+                     "apart"})
 PAPER_KEYS = {"store": ["s_id"], "item": ["i_id"], "sales": ["t_id"]}
 SAVED = re.compile(r"(\w+)\(([^)]*)\)\s+tables=([\w,]*)((?:\s+\w+(?:=\d+)?)*)$")
 RULES = tuple(rule for phase in rewriter.RULES for rule in phase.rules)
@@ -96,6 +99,7 @@ def rewritten(case: Case) -> list[str]:
             expression, schemas, PAPER_CODES, case.option("repr", "set"), case.option("semantics", "control"),
             id_source=tagged_row_ids if case.option("ids") == "tagged" else None,
             table_rows=rows or None, table_keys=keys or None, saved=saved, rules=rules,
+            windows_apart=case.option("apart") == "windows",
         )
     except DltraceError as error:
         return [f"ERROR {type(error).__name__}: {error}"]
@@ -107,6 +111,8 @@ def rewritten(case: Case) -> list[str]:
             statements.append("NO SHARED LINEAGE")
         else:
             statements += [shared.rows.sql(dialect="spark"), *(s.sql(dialect="spark") for s in shared.sets)]
+            if shared.named is not None:
+                statements.append(shared.named.sql(dialect="spark"))
     return statements
 
 

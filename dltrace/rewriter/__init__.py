@@ -162,6 +162,7 @@ def rewrite(
     table_keys: dict[str, list[str]] | None = None,
     saved: dict[str, SavedLineage] | None = None,
     rules: Sequence[Phase] = RULES,
+    windows_apart: bool = False,
 ) -> exp.Expression:
     """``expression`` rewritten so that it also outputs ``DL``, its rows' lineage.
 
@@ -173,7 +174,9 @@ def rewrite(
     DLs of two of its rows; ``meta[SHARED]`` (a ``SharedLineage``), when set, is the same
     result with the lineage all its rows share held apart; ``meta[MANY_GROUPS]`` whether its
     outermost SELECT groups by a table's key into many groups (Spark sorts them better than
-    it hashes them).  ``rules``: the phases to run.
+    it hashes them).  ``rules``: the phases to run.  ``windows_apart`` (planning a save): a
+    window's partitions and frames are sets held apart (``rewriter/window.py``), named in
+    ``meta[SHARED]``'s rows and stored once each.
     """
     if semantics not in SEMANTICS:
         raise BadInput(f"unknown semantics '{semantics}': use control or data")
@@ -185,7 +188,7 @@ def rewrite(
                     | frozenset(shared_view(name) for name, lineage in saved.items() if lineage.shared_sets)
                     | frozenset(c.alias_or_name.lower() for c in (with_.expressions if with_ else [])))
     context = RewriteContext(codes, REPRESENTATIONS[representation], semantics, id_source, ids_ordered_by_table,
-                             global_names, table_rows, table_keys, saved, schemas)
+                             global_names, table_rows, table_keys, saved, schemas, windows_apart=windows_apart)
     for phase in rules:
         run = _run_per_scope if phase.per_scope else _run
         expression = run(phase.rules, expression, context)
@@ -206,7 +209,7 @@ def _run_per_scope(rules: tuple[Rule, ...], expression: exp.Expression, context:
     # a copy's lineage may be shared by every row and stored once as a set of base ids, so
     # it reads saved results' lineage spelled out, never their rows' names (saved_result)
     spelled = {name: replace(lineage, reference=None) for name, lineage in context.saved.items()}
-    in_copy = replace(context, representation=SET, saved=spelled)
+    in_copy = replace(context, representation=SET, saved=spelled, windows_apart=False)
     for scope in traverse_scope(expression):
         query = scope.expression
         if is_skipped(query):

@@ -83,6 +83,8 @@ class Lineages:
 
     def __init__(self) -> None:
         self._by_node: dict[int, tuple[exp.Expression, ScopeLineage]] = {}
+        # the sets held apart (``Kind.REFS`` names): queries of ``(__dlname, __dlid)`` rows
+        self.held_apart: list[exp.Expression] = []
 
     def of(self, node: exp.Expression) -> ScopeLineage:
         """The lineage of ``node``, empty until a rule sets it."""
@@ -119,6 +121,8 @@ class RewriteContext:
     # ``COPY_OF`` numbers, shared by every context of one rewrite: a subquery's copy inherits
     # its number, a copy of a copy gets its own
     copy_numbers: Iterator[int] = field(default_factory=count)
+    # planning a save: window partitions and frame blocks held apart as sets (``Kind.REFS``)
+    windows_apart: bool = False
 
 
 def unsupported(node: exp.Expression, what: str) -> UnsupportedLineage:

@@ -40,15 +40,17 @@ from dltrace.rewriter.aggregate import has_many_groups
 from dltrace.rewriter.clauses import sources
 from dltrace.rewriter.context import DISJOINT_ROWS, MANY_GROUPS, SHARED, RewriteContext, ScopeLineage
 from dltrace.rewriter.projection import is_symbolic
-from dltrace.rewriter.representation import computed_in_python, computed_once
+from dltrace.rewriter.representation import computed_in_python, computed_once, empty_id_array, typed_empty_array
 from dltrace.rewriter.set_operation import replace_lineage_columns, set_lineage_columns
-from dltrace.rewriter.terms import Lineage, Term, is_lineage_column
+from dltrace.rewriter.terms import Kind, Lineage, Term, is_lineage_column, tables_of
 
 OUTER = "__dlout"
 ARGUMENT = "__dlarg"  # the arguments of a DL computed above the ORDER BY (_above_sort)
 SHARED_SET = "__dlset"  # a shared set joined beside a one-row query (_assembled_above)
 
 DL = "DL"
+DL_NAMES = "DL_names"  # in SharedLineage.rows: the names of the sets held apart a row's DL holds
+NAMED_SETS = "__dlnamed"  # the sets held apart as a map, name -> ids, to spell a DL out
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,9 @@ class SharedLineage:
     rows: exp.Expression
     sets: tuple[exp.Expression, ...]
     disjoint: bool
+    # sets held apart that some rows each name (window partitions and frame blocks, planned
+    # with ``windows_apart``): ``(__dlname, __dlid)`` rows, the names in ``rows``' DL_NAMES
+    named: exp.Expression | None = None
 
 
 def output(expression: exp.Expression, context: RewriteContext) -> exp.Expression:
@@ -71,8 +76,9 @@ def output(expression: exp.Expression, context: RewriteContext) -> exp.Expressio
     lineage = context.lineage.of(query)
     terms = lineage.output
     shared = [t for t in terms if is_symbolic(t, context)] if isinstance(query, exp.Select) else []
+    named = _named_sets(context)
     split = None
-    if shared:
+    if shared or named is not None:
         with_ = query.args.get("with_")
         sets = []
         for term in shared:
@@ -80,17 +86,73 @@ def output(expression: exp.Expression, context: RewriteContext) -> exp.Expressio
             if with_ is not None:
                 standalone.set("with_", with_.copy())
             sets.append(standalone)
-        own = lambda term: not is_symbolic(term, context)  # noqa: E731
-        split = SharedLineage(
-            _with_dl(expression.copy(), lineage, context, own), tuple(sets), disjoint_rows([t for t in terms if own(t)])
-        )
+        standalone_named = named.copy() if named is not None else None
+        if standalone_named is not None and with_ is not None:
+            standalone_named.set("with_", with_.copy())
+        own = lambda term: not is_symbolic(term, context) and term.kind is not Kind.REFS  # noqa: E731
+        rows = _with_names(expression.copy(), lineage, context, own) if named is not None else \
+            _with_dl(expression.copy(), lineage, context, own)
+        split = SharedLineage(rows, tuple(sets), disjoint_rows([t for t in terms if own(t)]), standalone_named)
     many_groups = has_many_groups(query, context)
-    expression = _with_dl(expression, lineage, context, lambda term: True)
+    if named is not None:
+        expression = _with_names(expression, lineage, context, lambda term: True, _lookup(named))
+    else:
+        expression = _with_dl(expression, lineage, context, lambda term: True)
     expression.meta[DISJOINT_ROWS] = disjoint_rows(terms)
     expression.meta[MANY_GROUPS] = many_groups
     if split is not None:
         expression.meta[SHARED] = split
     return expression
+
+
+def _named_sets(context: RewriteContext) -> exp.Expression | None:
+    """The sets the window rule held apart, ``(__dlname, __dlid)``, as one query (None: none)."""
+    queries = context.lineage.held_apart
+    if not queries:
+        return None
+    union = queries[0].copy()
+    for query in queries[1:]:
+        union = exp.union(union, query.copy(), distinct=False)
+    return union if isinstance(union, exp.Select) else exp.select("*").from_(union.subquery("__dlsets"))
+
+
+def _lookup(named: exp.Expression) -> exp.Select:
+    """One row: every set held apart, as a map from its name to its ids (``NAMED_SETS``)."""
+    sets = exp.select("COLLECT_LIST(__dlid) AS __dlids", "__dlname").from_(named.copy().subquery("__dlsets")) \
+        .group_by("__dlname")
+    return exp.select(f"MAP_FROM_ENTRIES(COLLECT_LIST(STRUCT(__dlname, __dlids))) AS {NAMED_SETS}").from_(
+        sets.subquery("__dlmap"))
+
+
+def _with_names(expression: exp.Expression, lineage: ScopeLineage, context: RewriteContext,
+                keep: Callable[[Term], bool], lookup: exp.Select | None = None) -> exp.Select:
+    """``SELECT cols, DL, DL_names FROM (expression) AS __dlout``: the rows with their own ids
+    (the terms ``keep`` selects) in ``DL`` and the names of the sets held apart their DL
+    holds in ``DL_names``, both from the ``__dl`` columns of the query (its order kept).
+
+    With ``lookup`` (``_lookup``: one row, the map of every set held apart, joined beside the
+    rows: Spark allows no subquery inside the lambda that reads it), the whole DL instead:
+    the names looked up, their ids in ``DL``."""
+    query = expression.unnest()
+    names = [n for n in query.named_selects if not is_lineage_column(n)]
+    outer = exp.select(*[exp.column(n, table=OUTER) for n in names]).from_(query.subquery(OUTER, copy=False))
+    terms = [t if isinstance(t.sql, exp.Subquery) else t.at(exp.column(t.sql.name, table=OUTER))
+             for t in lineage.output]
+    refs = [exp.func("coalesce", t.sql, typed_empty_array("STRING")) for t in terms if t.kind is Kind.REFS]
+    value = refs[0] if len(refs) == 1 else exp.func("array_distinct", exp.func("concat", *refs)) if refs else \
+        typed_empty_array("STRING")
+    if lookup is None:
+        outer.select(exp.alias_(_dl(tuple(terms), context, keep), DL), copy=False)
+        outer.select(exp.alias_(value, DL_NAMES), copy=False)
+        return outer
+    outer.join(lookup.subquery(NAMED_SETS), join_type="cross", copy=False)
+    found = exp.func("coalesce", exp.Anonymous(this="try_element_at", expressions=[
+        exp.column(NAMED_SETS, table=NAMED_SETS), exp.column("__dlr")]), empty_id_array())
+    spelled = exp.func("array_distinct", exp.func("flatten", exp.func(
+        "transform", value, exp.Lambda(this=found, expressions=[exp.to_identifier("__dlr")]))))
+    ids = [t for t in terms if t.kind is not Kind.REFS] + [Term(spelled, Kind.IDS, tables_of(terms))]
+    outer.select(exp.alias_(_dl(tuple(ids), context, keep), DL), copy=False)
+    return outer
 
 
 def disjoint_rows(terms: Lineage) -> bool:

@@ -72,6 +72,12 @@ def aggregate_shared(term: Term, window: exp.Window | None) -> Term:
     return replace(term, sql=over(call("first", term.sql, exp.true()), window))
 
 
+def aggregate_refs(term: Term, window: exp.Window | None) -> Term:
+    """DLUNION over a group of the names of sets held apart: the names, each once."""
+    return replace(term, sql=call("array_distinct", call("flatten", over(call("collect_list", term.sql), window))),
+                   nullable=False, unique=False)
+
+
 def collect_ids(term: Term) -> str:
     """The native aggregate gathering an ID term's values: a list when no two rows carry
     the same id (no hash set per group), else a set."""
@@ -124,6 +130,8 @@ class SetRepresentation:
     ) -> Term:
         if term.shared:
             return aggregate_shared(term, window)
+        if term.kind is Kind.REFS:
+            return aggregate_refs(term, window)
         # groups split the rows: ids that no two rows share, no two groups share (not so for
         # window frames, which overlap)
         disjoint = term.unique and window is None
@@ -252,6 +260,8 @@ class BddRepresentation:
     ) -> Term:
         if term.shared:
             return aggregate_shared(term, window)
+        if term.kind is Kind.REFS:
+            return aggregate_refs(term, window)
         if term.kind is Kind.ID:
             value = self._union([], [], [over(call(collect_ids(term), term.sql), window)])
         elif term.kind is Kind.IDS:

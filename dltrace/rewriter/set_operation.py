@@ -20,7 +20,8 @@ from sqlglot import exp
 from dltrace.rewriter.context import RewriteContext, unsupported
 from dltrace.rewriter.dialect import SPARK
 from dltrace.rewriter.projection import is_symbolic
-from dltrace.rewriter.terms import Lineage, Term, is_lineage_column, lineage_column, tables_of
+from dltrace.rewriter.representation import typed_empty_array
+from dltrace.rewriter.terms import Kind, Lineage, Term, is_lineage_column, lineage_column, tables_of
 
 
 def union_all(union: exp.Expression, context: RewriteContext) -> exp.Expression:
@@ -31,14 +32,26 @@ def union_all(union: exp.Expression, context: RewriteContext) -> exp.Expression:
         raise unsupported(union, "UNION (distinct)")
     of = context.lineage.of
     shared = _shared_by_every_input(union, context)
-    own = lambda terms: tuple(t for t in terms if _text(t) not in shared)  # noqa: E731
-    tables = tables_of(own(of(union.left.unnest()).output)) | tables_of(own(of(union.right.unnest()).output))
+    own = lambda terms: tuple(t for t in terms if _text(t) not in shared and t.kind is not Kind.REFS)  # noqa: E731
+    sides = [of(side.unnest()).output for side in (union.left, union.right)]
+    tables = tables_of(own(sides[0])) | tables_of(own(sides[1]))
+    # names of sets held apart (window partitions and frames, while planning a save): a column of their own
+    names = [t for terms in sides for t in terms if t.kind is Kind.REFS]
+
+    def columns(terms: Lineage) -> list[tuple[str, exp.Expression]]:
+        ids = [(lineage_column(0), context.representation.as_set(own(terms)))]
+        if not names:
+            return ids
+        refs = [exp.func("coalesce", t.sql, typed_empty_array("STRING")) for t in terms if t.kind is Kind.REFS]
+        value = exp.func("array_distinct", exp.func("concat", *refs)) if len(refs) > 1 else \
+            refs[0] if refs else typed_empty_array("STRING")
+        return [*ids, (lineage_column(1), value)]
+
     for side in (union.left, union.right):
-        replace_lineage_columns(
-            side.unnest(), lambda terms: [(lineage_column(0), context.representation.as_set(own(terms)))], context
-        )
+        replace_lineage_columns(side.unnest(), columns, context)
     own_term = Term(exp.column(lineage_column(0)), context.representation.set_kind, tables)
-    of(union).output = (own_term, *shared.values())
+    named = [Term(exp.column(lineage_column(1)), Kind.REFS, tables_of(names))] if names else []
+    of(union).output = (*([own_term] if tables or not names else []), *named, *shared.values())
     return union
 
 

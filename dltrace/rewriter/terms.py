@@ -5,7 +5,10 @@ The DL of a row is the union of its *terms*.  A term is either
 * an ``ID``: one base-row id (a bigint column, NULL when the row has none, e.g. the padded
   side of an outer join),
 * ``IDS``: a native set, ``array<bigint>`` of distinct ids, or
-* ``BDD``: a serialized roBDD (``binary``).
+* ``BDD``: a serialized roBDD (``binary``), or
+* ``REFS``: names of sets held apart (``array<string>``): a window partition's ids, or a
+  block of a partition's rows in window order (``window.py``), stored once each when a
+  result is saved and named by the rows whose DL holds them (only while planning a save).
 
 Each term knows which tables its ids can come from.  Keeping ids apart until they must
 meet is what makes lineage nearly free for SPJ queries (``array(l._dl_id, o._dl_id)`` at
@@ -26,6 +29,7 @@ class Kind(Enum):
     ID = "id"
     IDS = "ids"
     BDD = "bdd"
+    REFS = "refs"
 
 
 @dataclass(frozen=True)

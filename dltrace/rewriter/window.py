@@ -26,10 +26,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
+import sqlglot
 from sqlglot import exp
 
 from dltrace.rewriter.context import RewriteContext, unsupported
-from dltrace.rewriter.terms import Lineage
+from dltrace.rewriter.dialect import SPARK
+from dltrace.rewriter.representation import SET
+from dltrace.rewriter.terms import Kind, Lineage, Term, tables_of
 
 # the window functions whose value counts the rows ordered at or before the row
 RUNNING_COUNTS = (exp.RowNumber, exp.Rank, exp.DenseRank)
@@ -58,16 +61,20 @@ def window(select: exp.Expression, context: RewriteContext) -> exp.Expression:
         read = _distinct(window_frame(spec) for spec in windows)
         # the row's own DL is always in: as part of a frame that holds the row, else as it is
         kept = () if any(_holds_the_row(frame) for frame in read) else own
-        lineage.rows = (*kept, *(term for frame in read for term in _read_by(frame, own, context)), *shared)
     else:
-        partitions = _distinct(_partition(spec) for spec in windows)
-        lineage.rows = (*(context.representation.aggregate(t, p) for p in partitions for t in own), *shared)
+        read, kept = _distinct(_partition(spec) for spec in windows), ()
+    apart = context.windows_apart and _readable_anywhere(select, context)
+    terms = [term for frame in read
+             for term in (held_apart(select, frame, own, context) if apart and _holds_apart(frame)
+                          else _read_by(frame, own, context))]
+    lineage.rows = (*kept, *terms, *shared)
     return select
 
 
 def window_frame(spec: exp.Window) -> exp.Window:
     """The rows whose values the window function of ``spec`` reads, as a window over which a
-    DLUNION gives their lineage; a ``LAG``/``LEAD`` is given back as it is (one row).
+    DLUNION gives their lineage (a partition as ``* OVER (PARTITION BY ...)``); a
+    ``LAG``/``LEAD`` is given back as it is (one row).
 
     >>> def frame(sql): print(window_frame(exp.maybe_parse(sql, dialect="spark")).sql("spark"))
     >>> frame("SUM(x) OVER (PARTITION BY k ORDER BY t)")
@@ -77,9 +84,9 @@ def window_frame(spec: exp.Window) -> exp.Window:
     >>> frame("RANK() OVER (PARTITION BY k ORDER BY t DESC)")
     RANK() OVER (PARTITION BY k ORDER BY t DESC RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
     >>> frame("NTILE(4) OVER (PARTITION BY k ORDER BY t)")
-    NTILE(4) OVER (PARTITION BY k)
+    * OVER (PARTITION BY k)
     >>> frame("AVG(x) OVER (PARTITION BY k)")
-    AVG(x) OVER (PARTITION BY k)
+    * OVER (PARTITION BY k)
     """
     function = spec.this.this if isinstance(spec.this, (exp.IgnoreNulls, exp.RespectNulls)) else spec.this
     if isinstance(function, OFFSETS):
@@ -124,7 +131,7 @@ def _at_offset(frame: exp.Window, value: exp.Expression) -> exp.Window:
 
 def _partition(spec: exp.Window) -> exp.Window:
     """A window over ``spec``'s partition (no order, no frame: every row of it)."""
-    return exp.Window(this=spec.this.copy(), partition_by=[p.copy() for p in spec.args.get("partition_by") or []])
+    return exp.Window(this=exp.Star(), partition_by=[p.copy() for p in spec.args.get("partition_by") or []])
 
 
 def _distinct(frames: Iterable[exp.Window]) -> list[exp.Window]:
@@ -137,6 +144,123 @@ def _distinct(frames: Iterable[exp.Window]) -> list[exp.Window]:
             key.set("this", exp.Star())
         seen.setdefault(key.sql(), frame)
     return list(seen.values())
+
+
+def _holds_apart(frame: exp.Window) -> bool:
+    """Whether a frame's rows are the same whatever the order of peers, so that a set held
+    apart, numbered in another run of the query, names them: a partition, a RANGE frame
+    (ROWS frames and offsets may end between peers; they are computed in the row)."""
+    spec = frame.args.get("spec")
+    return not isinstance(frame.this, OFFSETS) and (spec is None or str(spec.args.get("kind")).upper() == "RANGE")
+
+
+def _readable_anywhere(select: exp.Select, context: RewriteContext) -> bool:
+    """Whether a copy of ``select`` can be run on its own: it is not correlated and reads only
+    names every part of the query sees (catalog tables, saved results, the outermost CTEs)
+    or CTEs it defines itself."""
+    if context.scope is not None and context.scope.is_correlated_subquery:
+        return False
+    own_ctes = {cte.alias_or_name.lower() for cte in select.find_all(exp.CTE)}
+    return all(t.name.lower() in context.global_names | own_ctes for t in select.find_all(exp.Table))
+
+
+def held_apart(select: exp.Select, frame: exp.Window, own: Lineage, context: RewriteContext) -> Lineage:
+    """The lineage of the rows ``frame`` reads, as names of sets held apart (``Kind.REFS``):
+    its partition's set, or for a RANGE frame the few aligned blocks of the partition's rows
+    in window order that make up the frame (``frame_blocks``).  Each row names O(log n) sets
+    and each id is stored in O(log n) sets, instead of every row spelling out its frame: a
+    running total over a partition of n rows holds n²/2 ids spelled out.  Names read from an
+    inner window's rows are gathered over the frame as they are."""
+    names = [context.representation.aggregate(t, frame) for t in own if t.kind is Kind.REFS]
+    ids = tuple(t for t in own if t.kind is not Kind.REFS)
+    if not ids:
+        return tuple(names)
+    number = len(context.lineage.held_apart)
+    key = _partition_name(frame, number)
+    spec = frame.args.get("spec")
+    blocks = spec is not None and frame.args.get("order") is not None
+    sets = select.copy()
+    for clause in ("order", "limit", "offset"):
+        sets.set(clause, None)
+    columns = [exp.alias_(key, "__dlname"), exp.alias_(SET.as_set(ids), "__dlids")]
+    if blocks:
+        columns += [exp.alias_(_parsed(f"ROW_NUMBER() OVER ({_over(frame, order=True)}) - 1"), "__dlpos"),
+                    exp.alias_(_parsed(f"COUNT(*) OVER ({_over(frame)})"), "__dln")]
+    sets.set("expressions", columns)
+    context.lineage.held_apart.append(_named_ids(sets, blocks))
+    if not blocks:
+        return (*names, Term(exp.Array(expressions=[key.copy()]), Kind.REFS, tables_of(ids)))
+    return (*names, Term(frame_blocks(key, frame), Kind.REFS, tables_of(ids)))
+
+
+def _over(frame: exp.Window, order: bool = False, spec: str = "") -> str:
+    """``frame``'s PARTITION BY (and ORDER BY, and a frame) as the text inside OVER (...)."""
+    window = exp.Window(this=exp.Star(), partition_by=[p.copy() for p in frame.args.get("partition_by") or []])
+    if order:
+        window.set("order", frame.args["order"].copy())
+    text = window.sql(dialect=SPARK)
+    inside = text[text.index("OVER (") + len("OVER ("):-1]
+    return f"{inside} {spec}".strip()
+
+
+def _partition_name(frame: exp.Window, number: int) -> exp.Expression:
+    """The name of the row's partition of window ``number``: the partition's values as text,
+    the least over the partition (Spark's partitions merge -0.0 and 0.0, which print apart)."""
+    partition = frame.args.get("partition_by") or []
+    if not partition:
+        return exp.Literal.string(f"w{number}:")
+    values = ", ".join(f"CAST({p.sql(dialect=SPARK)} AS STRING)" for p in partition)
+    return _parsed(f"CONCAT('w{number}:', MIN(TO_JSON(ARRAY({values}))) OVER ({_over(frame)}))")
+
+
+def frame_blocks(key: exp.Expression, frame: exp.Window) -> exp.Expression:
+    """The names of the aligned blocks that make up the row's frame: with the partition's rows
+    numbered 0..n-1 in window order, the frame is rows [lo, hi), and a block ``key:l:j`` is
+    rows [j·2^l, (j+1)·2^l).  The canonical cover takes, per level, a block inside [lo, hi)
+    whose parent is not (at most the first and the last: a segment tree's decomposition), so
+    at most 2·log2(n) names.  lo and hi are counts over RANGE frames: peers stay together."""
+    spec = frame.args["spec"]
+    start, end = _bound(spec, "start"), _bound(spec, "end")
+    n = f"COUNT(*) OVER ({_over(frame)})"
+    lo = ("CAST(0 AS BIGINT)" if start == "UNBOUNDED PRECEDING" else
+          f"({n} - COUNT(*) OVER ({_over(frame, True, f'RANGE BETWEEN {start} AND UNBOUNDED FOLLOWING')}))")
+    hi = (n if end == "UNBOUNDED FOLLOWING" else
+          f"COUNT(*) OVER ({_over(frame, True, f'RANGE BETWEEN UNBOUNDED PRECEDING AND {end}')})")
+    one = "SHIFTLEFT(CAST(1 AS BIGINT), __dll)"
+    inside = (f"SHIFTLEFT(__dlb.j, __dlb.l) >= {lo} AND SHIFTLEFT(__dlb.j + 1, __dlb.l) <= {hi} AND NOT "
+              f"(SHIFTLEFT(SHIFTRIGHT(__dlb.j, 1), __dlb.l + 1) >= {lo} AND "
+              f"SHIFTLEFT(SHIFTRIGHT(__dlb.j, 1) + 1, __dlb.l + 1) <= {hi})")
+    candidates = (f"FLATTEN(TRANSFORM(SEQUENCE(0, LENGTH(BIN({n})) - 1), __dll -> ARRAY("
+                  f"NAMED_STRUCT('l', __dll, 'j', SHIFTRIGHT({lo} + {one} - 1, __dll)), "
+                  f"NAMED_STRUCT('l', __dll, 'j', SHIFTRIGHT({hi}, __dll) - 1))))")
+    return _parsed(f"TRANSFORM(ARRAY_DISTINCT(FILTER({candidates}, __dlb -> {inside})), "
+                   f"__dlb -> CONCAT({key.sql(dialect=SPARK)}, ':', __dlb.l, ':', __dlb.j))")
+
+
+def _bound(spec: exp.WindowSpec, which: str) -> str:
+    """A frame bound as SQL text (``2 PRECEDING``, ``CURRENT ROW``, ``UNBOUNDED FOLLOWING``)."""
+    value, side = spec.args.get(which), spec.args.get(f"{which}_side")
+    text = value.sql(dialect=SPARK) if isinstance(value, exp.Expression) else str(value).upper()
+    return f"{text} {str(side).upper()}" if side else text
+
+
+def _named_ids(sets: exp.Select, blocks: bool) -> exp.Expression:
+    """``(__dlname, __dlid)``: each set's ids, from ``sets`` (a copy of the window's SELECT with
+    each row's partition name, ids and, for blocks, its number in window order and its
+    partition's size): a row's ids are in its partition's set, or at every level in the
+    block that holds the row."""
+    ids = exp.select("__dlname", "EXPLODE(__dlids) AS __dlid", *(["__dlpos", "__dln"] if blocks else []),
+                     dialect=SPARK).from_(sets.subquery("__dlrows"))
+    if not blocks:
+        return exp.select("__dlname", "__dlid").distinct().from_(ids.subquery("__dlexploded"))
+    levels = exp.select("__dlname", "__dlid", "__dlpos", "EXPLODE(SEQUENCE(0, LENGTH(BIN(__dln)) - 1)) AS __dll",
+                        dialect=SPARK).from_(ids.subquery("__dlexploded"))
+    return exp.select("CONCAT(__dlname, ':', __dll, ':', SHIFTRIGHT(__dlpos, __dll)) AS __dlname", "__dlid",
+                      dialect=SPARK).distinct().from_(levels.subquery("__dllevels"))
+
+
+def _parsed(sql: str) -> exp.Expression:
+    return sqlglot.parse_one(sql, read=SPARK)
 
 
 def drop_redundant_aliases(select: exp.Select) -> None:

@@ -1,0 +1,68 @@
+"""Sets held apart when a result is saved: a window's partitions and the blocks of a
+partition's rows its frames are made of (``rewriter/window.py``), stored once each in
+``shared.parquet`` after the sets every row shares, numbered in name order, and named by
+number in the rows' ``DL_shared`` (docs/formats.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from dltrace.result_format import SHARED_ID, SHARED_REFS, SHARED_SET
+from dltrace.rewriter.output import DL_NAMES
+
+
+@contextmanager
+def persisted(frame) -> Iterator:
+    """``frame`` kept by Spark while the block runs (None stays None)."""
+    if frame is None:
+        yield None
+        return
+    frame = frame.persist()
+    try:
+        yield frame
+    finally:
+        frame.unpersist()
+
+
+def numbered_sets(frame, named_sets, shared_sets: int) -> tuple:
+    """``(frame, numbered)``: ``frame`` with ``DL_shared`` naming the shared sets (every row all
+    ``shared_sets`` of them) and, by number, the sets held apart its ``DL_names`` names, and
+    ``named_sets`` (``(__dlname, __dlid)``) as ``(set_id, id)`` rows; ``(frame, None)`` when
+    nothing is held apart."""
+    if named_sets is None:
+        return frame, None
+    numbered, numbers = _numbers(named_sets, shared_sets)
+    return _naming(frame, numbers, shared_sets), numbered
+
+
+def _numbers(named_sets, first: int) -> tuple:
+    """``(numbered, numbers)``: ``named_sets`` (``(__dlname, __dlid)``) as ``(set_id, id)`` rows,
+    and ``numbers``, each set's name to its ``set_id``: from ``first`` on, in name order."""
+    import pyarrow.compute as pc
+
+    names = pc.unique(named_sets.select("__dlname").distinct().toArrow().column(0))
+    names = pc.take(names, pc.sort_indices(names)).to_pylist()
+    numbers = {name: first + number for number, name in enumerate(names)}
+    spark = named_sets.sparkSession
+    table = spark.createDataFrame([(name, number) for name, number in numbers.items()],
+                                  f"__dlname string, {SHARED_SET} int")
+    numbered = named_sets.join(table, "__dlname").select(SHARED_SET, named_sets["__dlid"].alias(SHARED_ID))
+    return numbered, numbers
+
+
+def _naming(frame, numbers: dict[str, int], shared_sets: int):
+    """``frame`` with ``DL_shared`` naming by number the shared sets (every row all of them)
+    and the sets held apart its ``DL_names`` names.  The names are looked up in a Python dict:
+    a Spark map is searched key by key (a save of 30,000 rows naming 60,000 sets: 67 s)."""
+    import pandas as pd
+    from pyspark.sql import functions as F
+
+    every_row = list(range(shared_sets))
+
+    def numbered(names):
+        return names.map(lambda row: every_row + [numbers[name] for name in (row if row is not None else ())])
+
+    numbered.__annotations__ = {"names": pd.Series, "return": pd.Series}  # read by pandas_udf
+    return frame.withColumn(SHARED_REFS, F.pandas_udf(numbered, "array<int>")(F.col(DL_NAMES))).drop(DL_NAMES)
