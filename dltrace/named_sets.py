@@ -27,29 +27,29 @@ def persisted(frame) -> Iterator:
 
 
 def numbered_sets(frame, named_sets, shared_sets: int) -> tuple:
-    """``(frame, numbered)``: ``frame`` with ``DL_shared`` naming the shared sets (every row all
-    ``shared_sets`` of them) and, by number, the sets held apart its ``DL_names`` names, and
-    ``named_sets`` (``(__dlname, __dlid)``) as ``(set_id, id)`` rows; ``(frame, None)`` when
-    nothing is held apart."""
+    """``(frame, numbered, count)``: ``frame`` with ``DL_shared`` naming the shared sets (every
+    row all ``shared_sets`` of them) and, by number, the sets held apart its ``DL_names``
+    names, ``named_sets`` (``(__dlname, __dlid)``) as ``(set_id, id)`` rows, and how many sets
+    they are; ``(frame, None, 0)`` when nothing is held apart."""
     if named_sets is None:
-        return frame, None
+        return frame, None, 0
     numbered, numbers = _numbers(named_sets, shared_sets)
-    return _naming(frame, numbers, shared_sets), numbered
+    return _naming(frame, numbers, shared_sets), numbered, len(numbers)
 
 
 def _numbers(named_sets, first: int) -> tuple:
     """``(numbered, numbers)``: ``named_sets`` (``(__dlname, __dlid)``) as ``(set_id, id)`` rows,
-    and ``numbers``, each set's name to its ``set_id``: from ``first`` on, in name order."""
-    import pyarrow.compute as pc
+    and ``numbers``, each set's name to its ``set_id``: from ``first`` on, in name order (Spark
+    orders strings by their UTF-8 bytes, as Python by code points)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
 
-    names = pc.unique(named_sets.select("__dlname").distinct().toArrow().column(0))
-    names = pc.take(names, pc.sort_indices(names)).to_pylist()
-    numbers = {name: first + number for number, name in enumerate(names)}
-    spark = named_sets.sparkSession
-    table = spark.createDataFrame([(name, number) for name, number in numbers.items()],
-                                  f"__dlname string, {SHARED_SET} int")
-    numbered = named_sets.join(table, "__dlname").select(SHARED_SET, named_sets["__dlid"].alias(SHARED_ID))
-    return numbered, numbers
+    names = named_sets.select("__dlname").distinct()
+    numbers = {name: first + number for number, name in enumerate(sorted(names.toArrow().column(0).to_pylist()))}
+    numbered = names.select("__dlname", (F.row_number().over(Window.orderBy("__dlname")) - 1 + first).cast("int")
+                            .alias(SHARED_SET))
+    rows = named_sets.join(numbered, "__dlname").where(F.col("__dlid").isNotNull())
+    return rows.select(SHARED_SET, F.col("__dlid").alias(SHARED_ID)), numbers
 
 
 def _naming(frame, numbers: dict[str, int], shared_sets: int):

@@ -40,6 +40,7 @@ from dltrace.table_data import backquoted
 # 6: named sets (window partitions, frame blocks); 5: _pos for _row; 4: references; 3: shared
 # sets; 2: inputs (results, lineage_tables, stamp); 1-5 load
 FORMAT = 6
+FORMAT_WITHOUT_NAMED_SETS = 5  # what a save without named sets writes: dltrace before 6 reads it
 ROW = "_row"
 POSITION = "_pos"  # rows.parquet's row positions from format 5 on (module docstring)
 PARTITION_BITS = 33  # monotonically_increasing_id: the partition above these bits, the row within it below
@@ -84,7 +85,7 @@ class SavedResult:
     # format 6: how many sets follow them (set_ids from shared_sets on), each named by some
     # rows: a window's partitions, the blocks of a partition's rows its frames are made of
     named_sets: int = 0
-    shared_ids: int = 0  # the ids of the shared sets, each counted once
+    shared_ids: int = 0  # the ids stored in shared.parquet (an id in several sets counted in each)
     # saved results whose rows DL names (module docstring, "References"): name -> code; the
     # save named is the one ``results`` records
     references: dict[str, int] = field(default_factory=dict)

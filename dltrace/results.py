@@ -50,6 +50,7 @@ from dltrace.result_format import (  # noqa: F401 - importable from here, as bef
     DIRECTORY,
     DL,
     FORMAT,
+    FORMAT_WITHOUT_NAMED_SETS,
     INDEX_ID,
     INDEX_SCHEMA,
     METADATA,
@@ -282,7 +283,7 @@ class ResultStore:
         data_dir.mkdir()
         try:
             with persisted(named_sets) as kept:  # read for its names, then written
-                frame, numbered = numbered_sets(frame, kept, len(shared_sets))
+                frame, numbered, count = numbered_sets(frame, kept, len(shared_sets))
                 written = _write_rows(frame, data_dir, index, shared_sets, numbered)
         except BaseException:
             data_dir.remove()
@@ -296,9 +297,9 @@ class ResultStore:
             catalog_version=self.catalog.version, **inputs, created_at=time.time(), rows=written.rows,
             columns=columns, data=posixpath.join(relative, "rows.parquet"),
             index=posixpath.join(relative, "index.parquet") if written.index else None, schema=written.schema,
-            stamp=stamp, disjoint=disjoint_rows,
+            stamp=stamp, disjoint=disjoint_rows, format=FORMAT if count else FORMAT_WITHOUT_NAMED_SETS,
             shared=posixpath.join(relative, "shared.parquet") if shared_sets or numbered is not None else None,
-            shared_sets=len(shared_sets), named_sets=written.named_sets, shared_ids=written.shared_ids,
+            shared_sets=len(shared_sets), named_sets=count, shared_ids=written.shared_ids,
             references=dict(references or {}), positions=written.positions,
         )
         self._publish(result, data_dir, named)
@@ -431,7 +432,6 @@ class Written:
     schema: dict[str, str]
     index: bool
     shared_ids: int
-    named_sets: int
 
 
 def _write_rows(frame, data_dir: Location, index: bool | None, shared_sets: Sequence, numbered=None) -> Written:
@@ -451,10 +451,9 @@ def _write_rows(frame, data_dir: Location, index: bool | None, shared_sets: Sequ
     if index:
         written = read_parquet(frame.sparkSession, data_dir / "rows.parquet", schema)
         write_index(written.selectExpr(*rows_sql(positions, schema)), data_dir / "index.parquet")
-    named_sets = numbered.select(SHARED_SET).distinct().count() if numbered is not None else 0
     shared_ids = (write_shared_sets(shared_sets, data_dir / "shared.parquet", numbered)
                   if shared_sets or numbered is not None else 0)
-    return Written(positions, rows, schema, bool(index), shared_ids, named_sets)
+    return Written(positions, rows, schema, bool(index), shared_ids)
 
 
 def directory_bytes(path: str | os.PathLike | Location) -> int:

@@ -28,9 +28,10 @@ def spark_sql_script(catalog: Catalog, lineage_query: str) -> str:
     for result in store.list():
         if result.name not in read:
             continue
-        if result.references:
-            raise BadInput(f"saved result {result.name} names the rows of results it was computed from, which a "
-                           f"spark-sql script cannot resolve: inline its query as a CTE")
+        if result.references or result.named_sets:
+            what = "the rows of results it was computed from" if result.references else "its windows' sets per row"
+            raise BadInput(f"saved result {result.name} names {what}, which a spark-sql script cannot resolve: "
+                           f"inline its query as a CTE")
         path = backquoted(str(store.path(result.data)))
         columns = ", ".join(map(backquoted, result.query_columns))
         lines.append(f"CREATE OR REPLACE TEMPORARY VIEW {result.name} AS "

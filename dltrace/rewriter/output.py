@@ -89,7 +89,9 @@ def output(expression: exp.Expression, context: RewriteContext) -> exp.Expressio
         standalone_named = named.copy() if named is not None else None
         if standalone_named is not None and with_ is not None:
             standalone_named.set("with_", with_.copy())
-        own = lambda term: not is_symbolic(term, context) and term.kind is not Kind.REFS  # noqa: E731
+        # the sets held apart: symbolic shared terms (of an outermost SELECT; under a set
+        # operation they stay in DL) and names of window sets
+        own = lambda term: term.kind is not Kind.REFS and not any(term is t for t in shared)  # noqa: E731
         rows = _with_names(expression.copy(), lineage, context, own) if named is not None else \
             _with_dl(expression.copy(), lineage, context, own)
         split = SharedLineage(rows, tuple(sets), disjoint_rows([t for t in terms if own(t)]), standalone_named)

@@ -86,6 +86,8 @@ def collect_ids(term: Term) -> str:
 
 def as_id_array(term: Term) -> exp.Expression:
     """A set term's ids as a native array (roBDD bytes decoded by ``dl_ids``)."""
+    if term.kind is Kind.REFS:  # names of sets held apart are no ids: only the output spells them out
+        raise AssertionError(f"names of sets held apart used as ids: {term.sql.sql()[:80]}")
     return call("dl_ids", term.sql) if term.kind is Kind.BDD else term.sql
 
 

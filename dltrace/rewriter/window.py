@@ -90,7 +90,9 @@ def window_frame(spec: exp.Window) -> exp.Window:
     """
     function = spec.this.this if isinstance(spec.this, (exp.IgnoreNulls, exp.RespectNulls)) else spec.this
     if isinstance(function, OFFSETS):
-        return spec
+        offset = spec.copy()
+        offset.set("this", function.copy())  # LAG(x) RESPECT NULLS is LAG(x)
+        return offset
     if isinstance(function, WHOLE_PARTITION) or not spec.args.get("order"):
         return _partition(spec)
     if isinstance(function, RUNNING_COUNTS) or not spec.args.get("spec"):
@@ -108,9 +110,9 @@ def _holds_the_row(frame: exp.Window) -> bool:
     spec = frame.args.get("spec")
     if spec is None:
         return True
-    start, end = str(spec.args.get("start")).upper(), str(spec.args.get("end")).upper()
-    start_side, end_side = str(spec.args.get("start_side")).upper(), str(spec.args.get("end_side")).upper()
-    return (start == "CURRENT ROW" or start_side == "PRECEDING") and (end == "CURRENT ROW" or end_side == "FOLLOWING")
+    start, end = _bound(spec, "start"), _bound(spec, "end")
+    return (start == "CURRENT ROW" or start.endswith("PRECEDING")) and (
+        end == "CURRENT ROW" or end.endswith("FOLLOWING"))
 
 
 def _read_by(frame: exp.Window, own: Lineage, context: RewriteContext) -> Lineage:
@@ -155,13 +157,68 @@ def _holds_apart(frame: exp.Window) -> bool:
 
 
 def _readable_anywhere(select: exp.Select, context: RewriteContext) -> bool:
-    """Whether a copy of ``select`` can be run on its own: it is not correlated and reads only
-    names every part of the query sees (catalog tables, saved results, the outermost CTEs)
-    or CTEs it defines itself."""
+    """Whether a copy of ``select`` can be run on its own, where the outermost query is: it is
+    not correlated, not in a CTE of a nested WITH (lineage copies read such CTEs as they are
+    rewritten) and reads only names every part of the query sees (catalog tables, saved
+    results not named by row, the outermost CTEs) or CTEs it defines itself."""
     if context.scope is not None and context.scope.is_correlated_subquery:
         return False
+    root_with = select.root().args.get("with_")
+    cte = select.find_ancestor(exp.CTE)
+    while cte is not None:
+        if cte.parent is not root_with:
+            return False
+        cte = cte.find_ancestor(exp.CTE)
     own_ctes = {cte.alias_or_name.lower() for cte in select.find_all(exp.CTE)}
-    return all(t.name.lower() in context.global_names | own_ctes for t in select.find_all(exp.Table))
+    named_by_row = {name for name, saved in context.saved.items() if saved.reference is not None}
+    return all(t.name.lower() in (context.global_names | own_ctes) - named_by_row
+               for node in _inputs(select) for t in node.find_all(exp.Table))
+
+
+# what makes a query's rows or values differ between two runs: the sets held apart are
+# computed by a run of their own, and must describe the rows of the run that names them
+NONDETERMINISTIC = (exp.Rand, exp.Randn, exp.First, exp.Last, exp.AnyValue, exp.ArrayAgg, exp.FirstValue,
+                    exp.LastValue, exp.NthValue, exp.RowNumber, exp.Lag, exp.Lead, exp.Ntile, exp.Limit, exp.Fetch)
+NONDETERMINISTIC_NAMES = frozenset({"uuid", "shuffle", "monotonically_increasing_id", "spark_partition_id",
+                                    "input_file_name", "random", "rand", "randn", "try_reflect", "reflect"})
+
+
+def _inputs(select: exp.Select) -> list[exp.Expression]:
+    """``select`` and the bodies of the CTEs it reads (of the outermost WITH), to search what
+    it reads."""
+    root_with = select.root().args.get("with_")
+    bodies = {cte.alias_or_name.lower(): cte.this for cte in (root_with.expressions if root_with else [])}
+    found, pending, reached = [select], [select], set()
+    while pending:
+        for table in pending.pop().find_all(exp.Table):
+            name = table.name.lower()
+            if name in bodies and name not in reached:
+                reached.add(name)
+                found.append(bodies[name])
+                pending.append(bodies[name])
+    return found
+
+
+def _deterministic(select: exp.Select) -> bool:
+    """Whether ``select``'s rows and their order keys are the same in every run: nothing below
+    its own windows picks rows or values by chance (a LIMIT, ROW_NUMBER or LAG over ties,
+    FIRST, random numbers) and no ROWS frame ends between tied rows."""
+    own = {id(w) for e in select.expressions for w in e.find_all(exp.Window)}
+    # its own ORDER BY and LIMIT come after its windows: its sets are computed without them
+    own |= {id(select.args[clause]) for clause in ("order", "limit", "offset") if select.args.get(clause)}
+    pending: list[exp.Expression] = list(_inputs(select))
+    while pending:
+        node = pending.pop()
+        if id(node) in own:  # the windows traced here: their values are the ones lineage explains
+            continue
+        pending.extend(node.iter_expressions())
+        if isinstance(node, exp.Window) and id(node) not in own and str(
+                (node.args.get("spec") or exp.WindowSpec(kind="RANGE")).args.get("kind")).upper() == "ROWS":
+            return False
+        if isinstance(node, NONDETERMINISTIC) or (
+                isinstance(node, exp.Anonymous) and node.name.lower() in NONDETERMINISTIC_NAMES):
+            return False
+    return True
 
 
 def held_apart(select: exp.Select, frame: exp.Window, own: Lineage, context: RewriteContext) -> Lineage:
@@ -175,6 +232,8 @@ def held_apart(select: exp.Select, frame: exp.Window, own: Lineage, context: Rew
     ids = tuple(t for t in own if t.kind is not Kind.REFS)
     if not ids:
         return tuple(names)
+    if not _deterministic(select):  # the sets' own run may number other rows: spelled out here
+        return (*names, *_read_by(frame, ids, context))
     number = len(context.lineage.held_apart)
     key = _partition_name(frame, number)
     spec = frame.args.get("spec")
@@ -204,13 +263,16 @@ def _over(frame: exp.Window, order: bool = False, spec: str = "") -> str:
 
 
 def _partition_name(frame: exp.Window, number: int) -> exp.Expression:
-    """The name of the row's partition of window ``number``: the partition's values as text,
-    the least over the partition (Spark's partitions merge -0.0 and 0.0, which print apart)."""
+    """The name of the row's partition of window ``number``: the partition's values as JSON
+    (strings quoted, binary in base64, timestamps to the microsecond with their offset), the
+    least over the partition (Spark's partitions merge -0.0 and 0.0, which print apart)."""
     partition = frame.args.get("partition_by") or []
     if not partition:
         return exp.Literal.string(f"w{number}:")
-    values = ", ".join(f"CAST({p.sql(dialect=SPARK)} AS STRING)" for p in partition)
-    return _parsed(f"CONCAT('w{number}:', MIN(TO_JSON(ARRAY({values}))) OVER ({_over(frame)}))")
+    values = ", ".join(f"'p{i}', {p.sql(dialect=SPARK)}" for i, p in enumerate(partition))
+    options = ("MAP('timestampFormat', 'yyyy-MM-dd HH:mm:ss.SSSSSSXXX', "
+               "'timestampNTZFormat', 'yyyy-MM-dd HH:mm:ss.SSSSSS')")
+    return _parsed(f"CONCAT('w{number}:', MIN(TO_JSON(NAMED_STRUCT({values}), {options})) OVER ({_over(frame)}))")
 
 
 def frame_blocks(key: exp.Expression, frame: exp.Window) -> exp.Expression:
@@ -238,8 +300,11 @@ def frame_blocks(key: exp.Expression, frame: exp.Window) -> exp.Expression:
 
 
 def _bound(spec: exp.WindowSpec, which: str) -> str:
-    """A frame bound as SQL text (``2 PRECEDING``, ``CURRENT ROW``, ``UNBOUNDED FOLLOWING``)."""
+    """A frame bound as SQL text (``2 PRECEDING``, ``CURRENT ROW``, ``UNBOUNDED FOLLOWING``); a
+    frame written with its start alone (``RANGE UNBOUNDED PRECEDING``) ends at the current row."""
     value, side = spec.args.get(which), spec.args.get(f"{which}_side")
+    if value is None:
+        return "CURRENT ROW"
     text = value.sql(dialect=SPARK) if isinstance(value, exp.Expression) else str(value).upper()
     return f"{text} {str(side).upper()}" if side else text
 
@@ -248,8 +313,8 @@ def _named_ids(sets: exp.Select, blocks: bool) -> exp.Expression:
     """``(__dlname, __dlid)``: each set's ids, from ``sets`` (a copy of the window's SELECT with
     each row's partition name, ids and, for blocks, its number in window order and its
     partition's size): a row's ids are in its partition's set, or at every level in the
-    block that holds the row."""
-    ids = exp.select("__dlname", "EXPLODE(__dlids) AS __dlid", *(["__dlpos", "__dln"] if blocks else []),
+    block that holds the row.  A set of rows without ids has one NULL id: its name exists."""
+    ids = exp.select("__dlname", "EXPLODE_OUTER(__dlids) AS __dlid", *(["__dlpos", "__dln"] if blocks else []),
                      dialect=SPARK).from_(sets.subquery("__dlrows"))
     if not blocks:
         return exp.select("__dlname", "__dlid").distinct().from_(ids.subquery("__dlexploded"))
