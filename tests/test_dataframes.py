@@ -375,3 +375,20 @@ def test_a_pyspark_job_on_a_spark_connect_server(job_catalogs, connect_server, t
     assert done.returncode == 0, done.stderr
     for name in ("custrev", "natrev"):
         assert saved_bag(remote, name) == saved_bag(sql_side, name)
+
+
+def physical_plan(frame) -> str:
+    """The physical plan Spark chose for ``frame`` (a Spark Connect DataFrame)."""
+    return frame._explain_string(mode="formatted")
+
+
+def test_q21_semi_and_anti_joins_keep_the_plain_plans_equi_joins(frames):
+    """Q21's EXISTS and NOT EXISTS as DataFrame semi and anti joins with a ``<>`` condition:
+    the lineage plan has no nested-loop join where the plain plan has none (the right sides
+    are derived tables that rename lineitem's columns; read as lineitem, rewriter/semi_anti_join.py)."""
+    from tpch.dataframe_queries import QUERIES
+
+    frame = QUERIES["q21"](frames.frames)
+    assert "NestedLoopJoin" not in physical_plan(frame)
+    for semantics in ("control", "data"):
+        assert "NestedLoopJoin" not in physical_plan(frames.trace(frame, semantics)), semantics

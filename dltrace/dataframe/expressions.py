@@ -275,7 +275,10 @@ class ExpressionTranslator:
             test = exp.Is(this=wrap(self(arguments[0])), expression=exp.Null())
             return test if lowered == "isnull" else exp.Not(this=test)
         if lowered in ("not", "!"):
-            return exp.Not(this=wrap(self(arguments[0])))
+            operand = self(arguments[0])
+            if isinstance(operand, exp.EQ):  # ``a != b`` (PySpark's ``~(a == b)``) is ``a <> b``, as SQL writes
+                return exp.NEQ(this=operand.this, expression=operand.expression)  # it (and inequality_split reads it)
+            return exp.Not(this=wrap(operand))
         if lowered == "negative":
             return exp.Neg(this=wrap(self(arguments[0])))
         if lowered == "in":
