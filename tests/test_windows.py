@@ -286,3 +286,22 @@ def test_a_window_over_a_saved_step_is_spelled_out_where_its_rows_are_named(wind
     assert saved.named_sets == 0
     inlined = "with step_input as (select id, k, t, x from trips where x > 3) " + query
     assert whole_bag(windows.result("step_window").collect()) == whole_bag(windows.sql(inlined).collect())
+
+
+def test_a_spark_sql_script_refuses_a_result_whose_rows_name_window_sets(windows):
+    """A spark-sql script reads a saved result's own ids alone: one whose rows name their
+    windows' sets is refused in one line (its lineage would be lost or every set spread)."""
+    from dltrace.errors import BadInput
+
+    windows.save(windows.sql("select id, rank() over (partition by k order by t) as r from trips"), "script_window")
+    with pytest.raises(BadInput, match="names its windows' sets per row"):
+        windows.script("select count(*) as n from script_window")
+
+
+def test_partitions_that_print_alike_as_text_keep_sets_of_their_own(windows):
+    """Partition names are JSON of the values: arrays ['a, b'] and ['a', 'b'] print alike as
+    text, and a shared name would give each partition's rows the other's lineage."""
+    query = ("select id, count(*) over (partition by p order by t) as n from (select id, t, "
+             "case when id % 2 = 0 then array('a, b') else array('a', 'b') end as p from trips)")
+    windows.save(windows.sql(query), "alike_partitions")
+    assert whole_bag(windows.result("alike_partitions").collect()) == whole_bag(windows.sql(query).collect())
