@@ -39,15 +39,16 @@ def numbered_sets(frame, named_sets, shared_sets: int) -> tuple:
 
 def _numbers(named_sets, first: int) -> tuple:
     """``(numbered, numbers)``: ``named_sets`` (``(__dlname, __dlid)``) as ``(set_id, id)`` rows,
-    and ``numbers``, each set's name to its ``set_id``: from ``first`` on, in name order (Spark
-    orders strings by their UTF-8 bytes, as Python by code points)."""
+    and ``numbers``, each set's name to its ``set_id``: from ``first`` on, in name order,
+    numbered by Spark (the names are distinct: the order, and so each number, is one)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     names = named_sets.select("__dlname").distinct()
-    numbers = {name: first + number for number, name in enumerate(sorted(names.toArrow().column(0).to_pylist()))}
     numbered = names.select("__dlname", (F.row_number().over(Window.orderBy("__dlname")) - 1 + first).cast("int")
                             .alias(SHARED_SET))
+    read = numbered.toArrow()
+    numbers = dict(zip(read.column("__dlname").to_pylist(), read.column(SHARED_SET).to_pylist()))
     rows = named_sets.join(numbered, "__dlname").where(F.col("__dlid").isNotNull())
     return rows.select(SHARED_SET, F.col("__dlid").alias(SHARED_ID)), numbers
 

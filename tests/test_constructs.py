@@ -125,6 +125,12 @@ CONSTRUCTS = {
     "value_join_in_copy_null_value": "select s_name from store d where d.s_id in (select s.s_id from sales s "
                                      "where s.price < 20 or s.num > (select avg(s2.num) from sales s2 "
                                      "where s2.i_id = s.i_id and s2.price > 45))",
+    # a semi and an anti join whose right side renames and filters one table (as a DataFrame
+    # program writes it): read as that table (rewriter/semi_anti_join.py)
+    "semi_join_renamed": "select d.s_name from store d left semi join (select s_id as k, num as n from sales "
+                         "where price > 10) s on s.k = d.s_id and s.n <> 2000",
+    "anti_join_renamed": "select d.s_name from store d left anti join (select s_id as k from sales where num > "
+                         "2500) s on s.k = d.s_id",
     # a query of one row whose rows share a set: a roBDD DL joins the set beside it
     "one_row_shared_set": "select t.m from (select max(num) as m from sales) t "
                           "where t.m > (select avg(price) from sales) order by t.m",

@@ -23,6 +23,7 @@ held apart (mart only: the partitions step spelled out holds billions of ids).  
 from __future__ import annotations
 
 import argparse
+import itertools
 import statistics
 import sys
 import tempfile
@@ -80,7 +81,7 @@ def timed(run) -> float:
 def measure(session: LineageSession, step: str, semantics: str, repeat: int, scratch: Path, spelled: bool) -> dict:
     query = STEPS[step]
     name = f"{step}_{semantics}"
-    counter = iter(range(10**6))
+    counter = itertools.count()
 
     def plain() -> None:
         session.sql(query, lineage=False).write.parquet(str(scratch / f"plain-{name}-{next(counter)}"))
