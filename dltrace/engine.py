@@ -85,7 +85,7 @@ def rewrite_over_catalog(
     ``references``: the rows read from saved results are named (``reference_codes``), not
     spelled out, as a saved step stores them (dltrace/results.py, "References");
     ``windows_apart``: window partitions and frames held apart as named sets, as a save
-    stores them (rewriter/window.py)."""
+    stores them (rewriter/window_sets.py)."""
     for result in saved.values():
         if id_source is not None:
             raise BadInput(f"this lineage cannot be traced through saved result {result.name}: "

@@ -1,5 +1,5 @@
 """Sets held apart when a result is saved: a window's partitions and the blocks of a
-partition's rows its frames are made of (``rewriter/window.py``), stored once each in
+partition's rows its frames are made of (``rewriter/window_sets.py``), stored once each in
 ``shared.parquet`` after the sets every row shares, numbered in name order, and named by
 number in the rows' ``DL_shared`` (docs/formats.md).
 """

@@ -175,7 +175,7 @@ def rewrite(
     result with the lineage all its rows share held apart; ``meta[MANY_GROUPS]`` whether its
     outermost SELECT groups by a table's key into many groups (Spark sorts them better than
     it hashes them).  ``rules``: the phases to run.  ``windows_apart`` (planning a save): a
-    window's partitions and frames are sets held apart (``rewriter/window.py``), named in
+    window's partitions and frames are sets held apart (``rewriter/window_sets.py``), named in
     ``meta[SHARED]``'s rows and stored once each.
     """
     if semantics not in SEMANTICS:
