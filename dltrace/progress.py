@@ -148,6 +148,20 @@ class SparkProgress:
                 self.stream.flush()
 
 
+_shown: list[SparkProgress] = []  # the progress line on the terminal now, if any
+
+
+def say(text: str) -> None:
+    """One line of dltrace's own on stderr, never glued onto the progress line: that line is
+    cleared first, and drawn again at Spark's next report."""
+    if _shown:
+        with _shown[-1].lock:
+            _shown[-1].line.clear()
+            print(text, file=sys.stderr, flush=True)
+    else:
+        print(text, file=sys.stderr, flush=True)
+
+
 @contextmanager
 def shown(quiet: bool = False, verbose: bool = False, stream: TextIO | None = None) -> Iterator[None]:
     """Spark's progress on ``stream`` (stderr) while the block runs, if it is a terminal."""
@@ -159,9 +173,11 @@ def shown(quiet: bool = False, verbose: bool = False, stream: TextIO | None = No
     thread = threading.Thread(target=progress.run, name="dltrace-progress", daemon=True)
     started = time.monotonic()
     thread.start()
+    _shown.append(progress)
     try:
         yield
     finally:
+        _shown.remove(progress)
         progress.stopped.set()
         thread.join(5)
         progress.finish(time.monotonic() - started)

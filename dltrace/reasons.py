@@ -158,6 +158,11 @@ class SessionUdfs:
             self.store.write(udf.spec)
         self._udfs[udf.name] = udf
 
+    def register_all(self, spark) -> None:
+        """Register every UDF of this session in ``spark`` (another session of the same JVM)."""
+        for udf in self._udfs.values():
+            register_in_spark(spark, udf)
+
     def all(self, spark) -> dict[str, ReasonUdf]:
         """Every UDF, the catalog's registered in Spark first (again when changed since)."""
         for name, spec in self.store.all().items():

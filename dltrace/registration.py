@@ -17,7 +17,7 @@ import posixpath
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from functools import reduce
 from pathlib import PurePosixPath
 
@@ -51,10 +51,22 @@ def source_fingerprint(source: Location, fmt: str, options: dict) -> str:
     return digest.hexdigest()[:32]
 
 
-def read_source(spark, path: Location, fmt: str, header: bool = True):
+@dataclass(frozen=True)
+class Reader:
+    """A job's ``spark.read`` (``dltrace run``): options and schema ("" for none), used as they are."""
+
+    options: dict[str, str]
+    schema: str = ""
+
+
+def read_source(spark, path: Location, fmt: str, header: bool = True, as_read: Reader | None = None):
     """The source as a DataFrame; a CSV's first row gives the column names when ``header``
-    (else Spark names them ``_c0``, ``_c1``, ...), and its types are inferred."""
+    (else Spark names them ``_c0``, ``_c1``, ...), and its types are inferred; with
+    ``as_read``, the source as that reader reads it."""
     reader = spark.read
+    if as_read is not None:
+        reader = reader.options(**as_read.options)
+        return (reader.schema(as_read.schema) if as_read.schema else reader).format(fmt).load(str(path))
     if fmt == "csv":
         reader = reader.option("header", str(header).lower()).option("inferSchema", "true")
     return reader.format(fmt).load(str(path))
@@ -111,20 +123,18 @@ def register(
     copy: bool = False,
     delta_version: int | None = None,
     spark_table: str | None = None,
+    as_read: Reader | None = None,
 ) -> TableEntry:
-    """Register ``path`` as table ``name``: ids dense from 0 in ``order_by`` order (ties and
-    the default follow the source's own row order), written as Parquet with ``_dl_id``.
+    """Register ``path`` as table ``name``: ids dense from 0 in ``order_by`` order (else the
+    source's own row order), written as Parquet with ``_dl_id``.
 
     A Parquet source (a file, a directory, a glob) without ``order_by`` is registered in
-    place unless ``copy``: nothing is written, ids follow the files sorted by path and the
-    rows' order in each (dltrace/table_data.py); a directory with subdirectories (a
-    partitioned layout) and a revision of a copied table with the same key (whose unchanged
-    rows keep their ids) are copied.
+    place unless ``copy``: ids follow the files sorted by path and the rows' order in each
+    (dltrace/table_data.py); a partitioned layout and a revision of a copied table with the
+    same key are copied.
 
-    ``header`` (CSV only): whether the first row holds the column names.  By default it
-    does, unless it looks like data (``check_header``), which is refused: say which.
-    A source with no rows is a table with its schema and no ids; one without columns (an
-    empty file) is refused.
+    ``header`` (CSV only): whether the first row holds the column names; by default it does,
+    unless it looks like data (``check_header``, refused: say which).  An empty file is refused.
 
     Registering a revised source (docs/semantics.md, "Ids"): with the same key as before, unchanged rows keep
     their ids and new or changed rows get new ones, numbered in ``order_by`` order after the
@@ -133,7 +143,7 @@ def register(
     entry is committed against the catalog's newest version (module docstring).
 
     A Delta table (a directory with ``_delta_log``) is the live files of ``delta_version``
-    (None: the newest) of its log (``_register_delta``).
+    (None: the newest) of its log.  ``as_read``: as a job's ``spark.read`` reads it, no guessing.
     """
     if not NAME_PATTERN.match(name):
         raise BadInput(f"'{name}' is not a valid table name: use letters, digits and _")
@@ -146,12 +156,13 @@ def register(
     if delta_version is not None:
         raise BadInput(f"--version applies to Delta tables, and {path} has no _delta_log")
     fmt, key, order_by, options = _options(source, path, fmt, header, key, order_by, copy)
-    fingerprint = source_fingerprint(source, fmt, {**options, **({"table": spark_table} if spark_table else {})})
+    fingerprint = source_fingerprint(source, fmt, {**options, **({"table": spark_table} if spark_table else {}),
+                                                   **({"reader": asdict(as_read)} if as_read else {})})
     previous = catalog.tables.get(name)
     if previous and previous.fingerprint == fingerprint and (
             previous.files or (catalog.directory / previous.path).exists()):
         return previous  # the same source registered again: nothing to do
-    frame = _checked_source(spark, source, path, fmt, header, key, order_by)
+    frame = _checked_source(spark, source, path, fmt, header, key, order_by, as_read)
     new = Registration(name, previous, _next_version(catalog, name, previous), str(source), fmt, key, order_by,
                        fingerprint, {f.name: f.dataType.simpleString() for f in frame.schema.fields}, spark_table)
     keeps_ids = key and previous and previous.key == key and not previous.files
@@ -217,14 +228,14 @@ def _next_version(catalog: Catalog, name: str, previous: TableEntry | None) -> i
 
 
 def _checked_source(spark, source: Location, path, fmt: str, header: bool | None, key: list[str] | None,
-                    order_by: list[str] | None):
+                    order_by: list[str] | None, as_read: Reader | None = None):
     """The source as a DataFrame; refused without columns, with ``_dl_id``, without the
     named columns, or when its key repeats."""
     from pyspark.sql.utils import AnalysisException
 
-    guessing = fmt == "csv" and header is None  # whether the first row holds names
+    guessing = fmt == "csv" and header is None and as_read is None  # whether the first row holds names
     try:
-        frame = read_source(spark, source, fmt, header is not False)
+        frame = read_source(spark, source, fmt, header is not False, as_read)
         frame.columns  # noqa: B018 - reads the schema: an unreadable source fails here
     except AnalysisException as error:
         if guessing:  # a row of data as names can repeat a renamed one (1, 1 as 11, 12, and 11)

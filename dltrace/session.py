@@ -72,6 +72,11 @@ class LineageSession:
             self._spark = get_spark(self._master, connect=True)
         return self._dataframes.spark
 
+    def on_connect(self, engine) -> None:
+        """Spark started classic; DataFrames need Connect: ``engine`` is the same JVM's client."""
+        self._spark, self._spark_views = engine, None
+        self._udfs.register_all(engine)
+
     @renamed_keyword("repr", "representation")
     def trace(self, frame, semantics: str = "control", representation: str = "set",
               lineage_on: granularity.LineageOnArgument = None):
@@ -102,22 +107,24 @@ class LineageSession:
         copy: bool = False,
         version: int | None = None,
         table: str | None = None,
+        as_read=None,  # registration.Reader: a job's spark.read of the source (dltrace run)
     ) -> TableEntry:
         """Register a source (Parquet, CSV, JSON, ORC, a Delta table's directory) as a table with
-        lineage ids; ``header``: whether a CSV's first row names the columns (default: yes,
-        unless it looks like data).  Parquet without ``order_by`` is registered in place (not
-        copied) unless ``copy``; so is a Delta table, the live files of its log's ``version``
-        (None: the newest).  ``table`` instead of ``path``: a table of the Spark session's
-        catalog (``[db.]table``), in place from its files when they are Parquet, else copied."""
+        lineage ids (docs/registration.md); ``header``: whether a CSV's first row names the
+        columns.  Parquet without ``order_by`` and Delta (its log's ``version``) are registered
+        in place unless ``copy``.  ``table`` instead of ``path``: a table of Spark's catalog."""
         self.check_name_free(name, "a table")
         if (path is None) == (table is None):
             raise BadInput("register takes a path or table=\"[db.]table\" (a table of the Spark catalog), one of them")
         if table is not None:
             from dltrace.spark_tables import register_table
 
-            return register_table(self.spark, self.catalog, name, table, key=key, order_by=order_by, copy=copy)
-        return register(self.spark, self.catalog, name, path, key=key, order_by=order_by, fmt=format, header=header,
-                        copy=copy, delta_version=version)
+            entry = register_table(self.spark, self.catalog, name, table, key=key, order_by=order_by, copy=copy)
+        else:
+            entry = register(self.spark, self.catalog, name, path, key=key, order_by=order_by, fmt=format,
+                             header=header, copy=copy, delta_version=version, as_read=as_read)
+        self._dataframes.refresh()  # ls.frames reads it by name at once
+        return entry
 
     # Reason-capable UDFs (docs/reasons.md): dltrace/reasons.py.
 
@@ -149,8 +156,7 @@ class LineageSession:
     def saved_results(self) -> dict[str, SavedResult]:
         return {result.name: result for result in self.store.list()}
 
-    def views(self) -> dict[str, str]:
-        """``{name: query}``: the catalog's views, with this session's temporary views over them."""
+    def views(self) -> dict[str, str]:  # the catalog's views, this session's temporary views over them
         return {**{name: view.query for name, view in ViewStore(self.catalog).all().items()}, **self.temporary_views}
 
     def check_name_free(self, name: str, wanted: str) -> None:
@@ -213,9 +219,8 @@ class LineageSession:
         windows_apart: bool = False,
     ):
         """The one path to the rewriter (ids from ``id_source``, default ``_dl_id``): views
-        inlined, then ``engine.rewrite_over_catalog`` over the catalog's tables (codes and
-        statistics) and the saved results the query reads (``references``, ``windows_apart``:
-        their rows named, windows' sets held apart, as a save stores them)."""
+        inlined, then ``engine.rewrite_over_catalog`` (``references``, ``windows_apart``: the
+        results' rows named, windows' sets held apart, as a save stores them)."""
         expanded_text = self.expand(query)
         saved = self.results_read(expanded_text)
         return rewrite_over_catalog(rewriter.parse(expanded_text), self.catalog.tables, self.schemas(saved), saved,
@@ -282,23 +287,18 @@ class LineageSession:
 
     @contextmanager
     def executing(self, frame) -> Iterator[None]:
-        """Spark settings for dltrace's own actions on ``frame`` (a result of ``sql``): a save,
-        the CLI's output.  A query that groups by a table's key into many groups
-        (``rewriter.MANY_GROUPS``) is planned with Spark's sort aggregate: Spark's object hash
-        aggregate, which collects ids, keeps 128 groups per task in a hash map and then sorts
-        the rest anyway.  Spark reads the setting when it plans, so a DataFrame run by the
-        caller's own action keeps Spark's default."""
+        """Spark settings for dltrace's own actions on ``frame`` (a save, the CLI's output): a
+        query grouping into many groups (``rewriter.MANY_GROUPS``) is planned with Spark's sort
+        aggregate (its object hash aggregate keeps 128 groups per task, then sorts anyway)."""
         made_by = self._queries.get(frame)
         with session_conf(self.spark, SORTED_AGGREGATES if made_by and made_by.many_groups else {}):
             yield
 
     def shared_lineage(self, frame):
         """``frame`` (a result of ``sql`` or ``result``) with the lineage its rows share held
-        apart: ``(rows, sets)``, ``rows`` with each row's own ids in ``DL`` and ``sets`` a list
-        of one-row DataFrames (a sorted id array each) that every row's DL also holds.
-        Computing a shared set once instead of in every row is what keeps queries like TPC-H
-        Q11 (each of its rows holds the ~32,000 ids of its HAVING subquery) cheap.  ``sets``
-        is empty when the rows share nothing (``rows`` is ``frame``)."""
+        apart: ``(rows, sets)``, ``rows`` with each row's own ids in ``DL`` and ``sets`` one-row
+        DataFrames (a sorted id array each) every row's DL also holds, computed once (TPC-H
+        Q11's rows each hold its HAVING subquery's ~32,000 ids); ``[]`` when none is shared."""
         if frame in self._held_apart:
             return self._held_apart[frame]
         made_by = self._queries.get(frame)

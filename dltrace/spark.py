@@ -81,6 +81,7 @@ def check_java() -> None:
 
 
 LOG_LIMIT = 10 << 20
+ABANDONED_TOLERANCE = "24h"
 CONNECT_TIMEOUT = 15  # seconds to reach a Spark Connect server or a standalone master
 STANDALONE_PORT = 7077
 CONNECT_HELP = (
@@ -149,6 +150,8 @@ def serve_connect(classic, token: str | None = None) -> str:
         conf = classic._jsc.sc().conf()  # the live conf the service reads its address from
         conf.set("spark.connect.grpc.binding.address", "127.0.0.1")
         conf.set("spark.connect.grpc.binding.port", "0")
+        # a long step's operation is never taken for abandoned (Connect's default: 10 minutes)
+        conf.set("spark.connect.execute.manager.abandonedTolerance", ABANDONED_TOLERANCE)
         if token:
             conf.set("spark.connect.authenticate.token", token)
         service.start(classic._jsc.sc())

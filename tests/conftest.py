@@ -87,8 +87,12 @@ def spark_choice_unchanged() -> Iterator[None]:
 
 
 @pytest.fixture(scope="session")
-def spark():
-    return get_spark("local[2]", {"spark.sql.shuffle.partitions": "4", "spark.driver.memory": "3g"})
+def spark(tmp_path_factory):
+    """The run's one embedded Spark; the tables jobs write with ``saveAsTable`` go to a
+    temporary warehouse, not the working directory."""
+    warehouse = str(tmp_path_factory.mktemp("spark-warehouse"))
+    return get_spark("local[2]", {"spark.sql.shuffle.partitions": "4", "spark.driver.memory": "3g",
+                                  "spark.sql.warehouse.dir": warehouse})
 
 
 @pytest.fixture(scope="session")

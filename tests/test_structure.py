@@ -79,3 +79,17 @@ def test_no_command_option_shadows_its_handler():
     for name, command in commands.choices.items():
         assert callable(command.get_default("handler")), name
         assert all(action.dest != "handler" for action in command._actions), name
+
+
+README_MAX_LINES = 450  # a guide; the reference lives in docs/
+ROOT_FILES = {".gitignore", "Makefile", "README.md", "pyproject.toml"}
+
+
+def test_the_readme_is_a_guide_and_the_root_holds_no_strays():
+    import subprocess
+
+    root = Path(__file__).resolve().parent.parent
+    assert len((root / "README.md").read_text().splitlines()) <= README_MAX_LINES
+    tracked = subprocess.run(["git", "ls-files"], cwd=root, capture_output=True, text=True).stdout.splitlines()
+    if tracked:  # a git checkout
+        assert {name for name in tracked if "/" not in name} <= ROOT_FILES

@@ -9,9 +9,11 @@ import sys
 from dltrace import openlineage
 from dltrace.commands.common import FORMATS, Parents, open_session, query_text
 from dltrace.commands.output import print_rows
+from dltrace.errors import BadInput
 from dltrace.formatting import output_limit
 from dltrace.granularity import GranuleDecoder
 from dltrace.pipeline import Outcome, OutcomeKind, split_statements
+from dltrace.progress import say
 
 
 def add_parser(commands, parents: Parents) -> None:
@@ -22,6 +24,11 @@ def add_parser(commands, parents: Parents) -> None:
     )
     script.add_argument("file", help="a file of ;-separated statements (- for standard input), or a PySpark "
                                      "script (.py) whose saveAsTable writes become saved steps")
+    script.add_argument("arguments", nargs="*",
+                        help="a PySpark script's own arguments (its sys.argv[1:]), as spark-submit passes them; "
+                             "those starting with - after --: dltrace run job.py -- --day 2026-11-29")
+    script.add_argument("--resume", action="store_true",
+                        help="a PySpark script: skip the steps saved before from the same query over unchanged inputs")
     script.add_argument("--format", choices=FORMATS, default="table", help="how its queries' rows are printed")
     script.add_argument("--limit", type=int, help="at most N rows per query (table format: 50 by default)")
     script.set_defaults(handler=run)
@@ -34,6 +41,8 @@ def run(args: argparse.Namespace) -> int:
     if path.endswith(".py"):
         with openlineage.script_run(os.path.basename(path)):  # its saves are the steps of this run
             return run_job_file(session, args)
+    if args.arguments:
+        raise BadInput(f"unrecognized arguments: {' '.join(args.arguments)} (a SQL script takes none)")
     text = sys.stdin.read() if path == "-" else query_text("@" + path)
     output_limit(args)  # a bad --limit fails before anything runs
     total = len(split_statements(text))
@@ -47,11 +56,8 @@ def run_job_file(session, args: argparse.Namespace) -> int:
     """A PySpark script whose ``saveAsTable`` writes are saved steps (dltrace/dataframe/jobs.py)."""
     from dltrace.dataframe.jobs import run_job
 
-    def report(step) -> None:
-        did = "exists, skipped" if step.skipped else f"{step.rows} rows in {step.seconds:.1f} s"
-        print(f"dltrace: line {step.line}: saved result {step.name}: {did}", file=sys.stderr, flush=True)
-
-    run_job(session, args.file, args.semantics, args.repr, on_step=report)
+    run_job(session, args.file, args.semantics, args.repr, say=lambda text: say(f"dltrace: {text}"),
+            argv=args.arguments, resume=args.resume)
     return 0
 
 

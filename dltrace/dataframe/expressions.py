@@ -97,11 +97,8 @@ def literal(message) -> exp.Expression:
         if math.isnan(value) or math.isinf(value):
             return cast_to(exp.Literal.string(str(value)), SIMPLE_TYPES[kind])
         return cast_to(exp.Literal.number(repr(value)), SIMPLE_TYPES[kind])
-    if kind == "decimal":  # typed by its digits, as Spark types a BigDecimal (the message's type may be a default)
-        digits = decimal.Decimal(value.value).as_tuple()
-        scale = max(0, -int(digits.exponent))
-        precision = max(len(digits.digits), scale, 1)
-        return cast_to(exp.Literal.string(value.value), f"DECIMAL({precision},{scale})")
+    if kind == "decimal":
+        return cast_to(exp.Literal.string(value.value), decimal_type(value))
     if kind == "date":
         day = datetime.date(1970, 1, 1) + datetime.timedelta(days=value)
         return cast_to(exp.Literal.string(day.isoformat()), "DATE")
@@ -114,6 +111,27 @@ def literal(message) -> exp.Expression:
     if kind == "array":
         return exp.Array(expressions=[literal(element) for element in value.elements])
     raise UnsupportedLineage(f"DataFrame: a literal of type {kind} is not supported by dltrace")
+
+
+def decimal_type(message) -> str:
+    """A Connect decimal literal's type as Spark Connect's server gives it: the value's own
+    digits (as classic Spark types a ``BigDecimal``), widened to the precision and scale the
+    message carries (pyspark sends ``DecimalType()``'s 10 and 0 for a ``Decimal``).
+
+    >>> from pyspark.sql.connect.proto import expressions_pb2
+    >>> literal = expressions_pb2.Expression.Literal.Decimal
+    >>> decimal_type(literal(value="7.0", precision=10, scale=0)), decimal_type(literal(value="1E+3"))
+    ('DECIMAL(10,1)', 'DECIMAL(4,0)')
+    """
+    digits = decimal.Decimal(message.value).as_tuple()
+    exponent = int(digits.exponent)
+    scale = max(0, -exponent)
+    precision = max(len(digits.digits) + max(0, exponent), scale, 1)
+    if message.HasField("scale"):
+        scale = max(scale, message.scale)
+    if message.HasField("precision"):
+        precision = max(precision, message.precision)
+    return f"DECIMAL({max(precision, scale)},{scale})"
 
 
 def split_identifier(text: str) -> list[str]:

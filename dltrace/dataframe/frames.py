@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 
 from dltrace.dataframe.plan import Catalog, translate
+from dltrace.dataframe.temp_views import keep_temp_views, views_of
 from dltrace.errors import BadInput
 from dltrace.rewriter.dialect import SPARK
 
@@ -50,8 +51,10 @@ class DataFrameFront:
 
             engine = self.lineage.spark
             if not is_connect_session(engine):
-                raise BadInput(CONNECT_NEEDED)
+                engine = connect_to(engine)
+                self.lineage.on_connect(engine)
             self._spark = clone(engine)
+            keep_temp_views()  # a program's own temporary views are traced through their plans
             SparkSession._set_default_and_active_session(self._spark)
             self.define_views()
         return self._spark
@@ -103,7 +106,8 @@ class DataFrameFront:
 
     def catalog(self) -> Catalog:
         lineage = self.lineage
-        return Catalog(lineage.schemas(), set(lineage.views()), self.schema_of, self.python_udf)
+        return Catalog(lineage.schemas(), set(lineage.views()), self.schema_of, self.python_udf,
+                       views_of(self._spark))
 
     def schema_of(self, relation) -> list[tuple[str, str]]:
         from pyspark.errors import PySparkException
@@ -147,6 +151,19 @@ def is_connect_session(spark) -> bool:
     from pyspark.sql.connect.session import SparkSession
 
     return isinstance(spark, SparkSession)
+
+
+def connect_to(classic):
+    """A Spark Connect session on the JVM of ``classic`` (started before DataFrames were
+    asked for, by ``ls.register`` say), which then serves Connect; this process switches to
+    Connect's API, as ``SPARK_API_MODE=connect`` does.  A session that is neither is refused."""
+    from dltrace.spark import connect_api, connect_session, serve_connect
+
+    if not hasattr(classic, "_jvm"):
+        raise BadInput(CONNECT_NEEDED)
+    url = serve_connect(classic)
+    connect_api()
+    return connect_session(url)
 
 
 def clone(engine):

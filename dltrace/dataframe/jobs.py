@@ -1,17 +1,20 @@
-"""``dltrace run job.py``: an unmodified PySpark script as a pipeline of saved steps.
+"""``dltrace run job.py``: a team's PySpark script, unchanged, with lineage for every output.
 
-The script runs in this process, on Spark Connect (``LineageSession.frames``): its
-``SparkSession.builder.getOrCreate()`` returns the users' session, whose ``table(name)``
-reads the catalog's tables and saved results.  Each ``df.write.saveAsTable(name)`` (modes
-that create or replace, ``writeTo(name).create()/replace()/createOrReplace()``) becomes a
-saved step with lineage (``LineageSession.save``) that later steps read by name; every
-other sink (appends, ``insertInto``, path writes) is refused in one line, since a result
-with lineage is one saved whole.  Everything else the script does (``show``, ``count``,
-Python code) runs as it would under ``spark-submit``.
+The script runs in this process on Spark Connect, in the session whose tables are the
+catalog's (``LineageSession.frames``): its ``SparkSession.builder.getOrCreate()`` returns it,
+so ``count()``, ``show()``, ``collect()``, ``cache()``, temporary views and ``spark.sql``
+work before and after any save, with Spark's own results.  Connect's readers and writers
+are wrapped for the run (``io_as_steps``): a read of files registers them as a source and a
+write (``saveAsTable``, ``writeTo``, a path) is a saved step whose rows are then written where
+the job writes them (dltrace/dataframe/job_files.py).  What cannot be traced (an append,
+``insertInto``, an unknown format) is refused before any Spark work of that step, naming the
+script line.  A ``Decimal`` literal is typed as ``spark-submit`` (classic Spark) types it, not
+as Connect's client does (``decimal(2,1)`` for ``Decimal("7.0")``, not ``decimal(10,1)``).
 """
 
 from __future__ import annotations
 
+import decimal
 import os
 import runpy
 import sys
@@ -21,23 +24,27 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from dltrace.dataframe import job_files
 from dltrace.errors import BadInput, DltraceError, UnsupportedLineage
+from dltrace.registration import Reader
+from dltrace.storage import location
 
-SINKS = ("save", "insertInto", "json", "parquet", "text", "csv", "xml", "orc", "jdbc")
-V2_SINKS = ("append", "overwrite", "overwritePartitions")
 REPLACING_MODES = {"overwrite": "replace", "error": "create", "errorifexists": "create", "default": "create",
                    "ignore": "ignore"}
+MAX_DECIMAL_PRECISION = 38
+V2_REFUSED = ("append", "overwrite", "overwritePartitions")
 
 
 @dataclass
 class Step:
-    """A ``saveAsTable`` the script made: its result's name, rows, seconds, and script line."""
+    """A write the script made: its result's name, rows, seconds, script line, and path."""
 
     name: str
     rows: int
     seconds: float
     line: int
     skipped: bool = False
+    path: str | None = None  # a write to a path: where the rows went
 
 
 class JobError(DltraceError):
@@ -48,35 +55,118 @@ class JobError(DltraceError):
         self.exit_code = exit_code
 
 
-def run_job(lineage, path: str, semantics: str = "control", representation: str = "set",
-            on_step: Callable[[Step], None] | None = None, argv: list[str] | None = None) -> list[Step]:
-    """Run PySpark script ``path``; its ``saveAsTable`` writes become saved steps."""
-    if not os.path.isfile(path):
-        raise BadInput(f"no such script: {path}")
-    lineage.frames  # noqa: B018 - starts Spark Connect and defines the catalog's views first
-    steps: list[Step] = []
-    script = os.path.abspath(path)
+class JobRun:
+    """One run of a script: its reads as sources and its writes as saved steps."""
 
-    def save(frame, name: str, mode: str | None) -> None:
-        started = time.perf_counter()
-        line = script_line(script)
+    def __init__(self, lineage, script: str, semantics: str, representation: str, resume: bool,
+                 say: Callable[[str], None]) -> None:
+        self.lineage, self.script, self.resume, self.say = lineage, script, resume, say
+        self.semantics, self.representation = semantics, representation
+        self.steps: list[Step] = []
+        self.originals: dict = {}  # Connect's own reader and writer methods, for dltrace's writes
+
+    def line(self) -> int:
+        return script_line(self.script)
+
+    def read(self, reader, paths) -> object:
+        """``spark.read...load(paths)``: the files as a registered table (or the saved result a
+        step wrote there), read with ``spark.table``."""
+        paths = [paths] if isinstance(paths, str) else list(paths)
+        if len(paths) != 1:
+            raise UnsupportedLineage(f"spark.read of {len(paths)} paths at once: read each (each is a source "
+                                     f"of its own) and union them")
+        where = location(paths[0], "source")
+        fmt = job_files.file_format(reader._format, where)
+        as_read = Reader(dict(reader._options), reader._schema or "")
+        spark = reader._client
+        composed = job_files.written_result(self.lineage, spark, fmt, where, as_read)
+        if composed is not None:
+            self.say(f"line {self.line()}: read {paths[0]}: the saved result a step wrote there")
+            return composed
+        name, what = job_files.source_table(self.lineage, fmt, where, as_read)
+        self.say(f"line {self.line()}: read {paths[0]}: {what}")
+        return spark.table(name)
+
+    def save_table(self, frame, name: str, mode: str | None, fmt: str | None, partition_by: list[str]) -> None:
+        """``saveAsTable(name)``: a saved step, then Spark's table of its rows."""
         action = REPLACING_MODES.get((mode or "error").lower())
         if action is None:
             raise UnsupportedLineage(f"saveAsTable({name!r}, mode={mode!r}): a result with lineage is saved whole; "
                                      f"use mode 'overwrite' (or the default) to save it as a step")
-        exists = lineage.store.exists(name)
+        exists = self.lineage.store.exists(name)
         if exists and action == "create":
             raise BadInput(f"saveAsTable({name!r}): result {name.lower()} exists: use .mode('overwrite') to "
                            f"replace it")
         if exists and action == "ignore":
-            steps.append(Step(name.lower(), lineage.store.get(name).rows, 0.0, line, skipped=True))
-        else:
-            saved = lineage.save(frame, name, semantics=semantics, representation=representation)
-            steps.append(Step(saved.name, saved.rows, time.perf_counter() - started, line))
-        if on_step is not None:
-            on_step(steps[-1])
+            self.done(Step(name.lower(), self.lineage.store.get(name).rows, 0.0, self.line(), skipped=True))
+            return
+        step = self.saved(frame, name.lower())
+        spark = frame._session
+        table = job_files.in_spark_catalog(spark, name)  # not the temporary view of the result
+        job_files.clear_own_table_location(self.lineage, spark, name, table)
+        writer = job_files.saved_rows(self.lineage, spark, step.name).write.mode("overwrite")
+        if fmt:
+            writer = writer.format(fmt)
+        if partition_by:
+            writer = writer.partitionBy(*partition_by)
+        self.originals["saveAsTable"](writer, table)
+        job_files.record_write(self.lineage, step.name, name.lower(), fmt or "parquet", mode, partition_by, {},
+                               job_files.table_location(spark, table))
+        self.done(step)
 
-    with writes_as_steps(save), script_argv([path, *(argv or [])]):
+    def save_path(self, writer, path: str) -> None:
+        """A write to ``path``: a saved step named after it, then its rows written there."""
+        settings = writer._write
+        where = location(path, "output")
+        fmt = job_files.file_format(settings.source, where)
+        if settings.bucket_cols or settings.sort_cols or settings.num_buckets > 0:
+            raise UnsupportedLineage(f"bucketBy/sortBy on a write to {path}: Spark takes them only with saveAsTable")
+        if not job_files.write_action(settings.mode, where.exists(), f"writing {path}"):
+            self.say(f"line {self.line()}: {path} exists (mode 'ignore'): nothing written")
+            return
+        name = job_files.output_name(self.lineage, job_files.table_name(where), str(where))
+        step = self.saved(connect_frame(writer._df, writer._spark), name)
+        out = job_files.saved_rows(self.lineage, writer._spark, name).write.format(fmt).mode("overwrite") \
+            .options(**settings.options)
+        if settings.partitioning_cols:
+            out = out.partitionBy(*settings.partitioning_cols)
+        self.originals["save"](out, str(where))
+        job_files.record_write(self.lineage, name, str(where), fmt, settings.mode, settings.partitioning_cols,
+                               dict(settings.options))
+        step.path = path
+        self.done(step)
+
+    def saved(self, frame, name: str) -> Step:
+        """``frame`` saved as result ``name`` (or, resuming, found saved from the same query
+        over unchanged inputs)."""
+        line, started = self.line(), time.perf_counter()
+        lineage = self.lineage
+        if self.resume and lineage.store.exists(name):
+            result = lineage.store.get(name)
+            if not lineage.store.staleness().get(name) and result.query == lineage.expand(lineage.dataframe_sql(frame)):
+                return Step(name, result.rows, 0.0, line, skipped=True)
+        self.say(f"line {line}: saving result {name} ...")
+        saved = lineage.save(frame, name, semantics=self.semantics, representation=self.representation)
+        return Step(saved.name, saved.rows, time.perf_counter() - started, line)
+
+    def done(self, step: Step) -> None:
+        self.steps.append(step)
+        did = "saved before, skipped" if step.skipped else f"{step.rows} rows in {step.seconds:.1f} s"
+        where = f", written to {step.path}" if step.path else ""
+        self.say(f"line {step.line}: saved result {step.name}: {did}{where}")
+
+
+def run_job(lineage, path: str, semantics: str = "control", representation: str = "set",
+            say: Callable[[str], None] | None = None, argv: list[str] | None = None,
+            resume: bool = False) -> list[Step]:
+    """Run PySpark script ``path`` with ``argv``; its reads are sources, its writes saved steps.
+    ``say`` takes a line of progress (each read, each step as it starts and ends)."""
+    if not os.path.isfile(path):
+        raise BadInput(f"no such script: {path}")
+    script = os.path.abspath(path)
+    job = JobRun(lineage, script, semantics, representation, resume, say or (lambda text: None))
+    with the_session(lineage.frames), io_as_steps(job), classic_decimal_literals(), \
+            script_argv([path, *(argv or [])]):
         try:
             runpy.run_path(script, run_name="__main__")
         except SystemExit as stop:
@@ -87,7 +177,7 @@ def run_job(lineage, path: str, semantics: str = "control", representation: str 
                            error.exit_code) from None
         except Exception as error:  # noqa: BLE001 - the script's own failure, as one line
             raise JobError(f"{path} line {script_line(script, error.__traceback__)}: {one_line(error)}", 1) from None
-    return steps
+    return job.steps
 
 
 def one_line(error: BaseException) -> str:
@@ -109,6 +199,20 @@ def script_line(script: str, trace=None) -> int:
 
 
 @contextmanager
+def the_session(frames) -> Iterator[None]:
+    """``frames`` (the session whose tables are the catalog's) as the one a script's
+    ``SparkSession.builder.getOrCreate()`` returns: Connect's default and active session."""
+    from pyspark.sql.connect.session import SparkSession
+
+    default, active = SparkSession._default_session, getattr(SparkSession._active_session, "session", None)
+    SparkSession._default_session = SparkSession._active_session.session = frames
+    try:
+        yield
+    finally:
+        SparkSession._default_session, SparkSession._active_session.session = default, active
+
+
+@contextmanager
 def script_argv(argv: list[str]) -> Iterator[None]:
     earlier = sys.argv
     sys.argv = argv
@@ -118,49 +222,104 @@ def script_argv(argv: list[str]) -> Iterator[None]:
         sys.argv = earlier
 
 
+def connect_frame(plan, session):
+    from pyspark.sql.connect.dataframe import DataFrame as ConnectFrame
+
+    return ConnectFrame(plan, session)
+
+
 @contextmanager
-def writes_as_steps(save: Callable) -> Iterator[None]:
-    """Connect's writers, for the ``with`` block: ``saveAsTable`` and ``writeTo`` that create
-    or replace call ``save(frame, name, mode)``; other sinks are refused."""
-    from pyspark.sql.connect.dataframe import DataFrame
-    from pyspark.sql.connect.readwriter import DataFrameWriter, DataFrameWriterV2
+def classic_decimal_literals() -> Iterator[None]:
+    """``F.lit(Decimal(...))`` typed by its digits, as classic Spark types it."""
+    from pyspark.sql.connect.expressions import LiteralExpression
+    from pyspark.sql.types import DecimalType
 
-    def as_step(frame, name: str, mode: str | None) -> None:
-        """``save`` with Connect's own writers back: dltrace writes the step's files with them."""
-        for (cls, method), function in earlier.items():
-            setattr(cls, method, function)
-        try:
-            save(frame, name, mode)
-        finally:
-            for (cls, method), function in patches.items():
-                setattr(cls, method, function)
+    earlier = LiteralExpression.__dict__["_infer_type"]
 
-    def save_as_table(writer, name, format=None, mode=None, partitionBy=None, **options):
-        if partitionBy:
-            raise UnsupportedLineage(f"saveAsTable({name!r}, partitionBy=...): a saved step is not partitioned")
-        as_step(DataFrame(writer._df, writer._spark), name, mode or writer._write.mode)
+    def infer_type(cls, value):
+        if isinstance(value, decimal.Decimal) and value.is_finite():
+            digits = value.as_tuple()
+            scale = max(0, -int(digits.exponent))
+            precision = max(len(digits.digits) + max(0, int(digits.exponent)), scale, 1)
+            if precision <= MAX_DECIMAL_PRECISION:
+                return DecimalType(precision, scale)
+        return earlier.__func__(cls, value)
 
-    def refuse(method: str) -> Callable:
-        def refused(*args, **kwargs):
-            raise UnsupportedLineage(f"DataFrameWriter.{method}: only saveAsTable(name) (created or replaced) saves "
-                                     f"a step with lineage; appends and other sinks are refused")
-        return refused
-
-    def v2(mode: str) -> Callable:
-        def write(writer) -> None:
-            as_step(DataFrame(writer._df, writer._spark), writer._table_name, mode)
-        return write
-
-    patches = {(DataFrameWriter, "saveAsTable"): save_as_table,
-               **{(DataFrameWriter, m): refuse(m) for m in SINKS},
-               **{(DataFrameWriterV2, m): refuse(m) for m in V2_SINKS},
-               (DataFrameWriterV2, "create"): v2("error"), (DataFrameWriterV2, "replace"): v2("overwrite"),
-               (DataFrameWriterV2, "createOrReplace"): v2("overwrite")}
-    earlier = {key: getattr(*key) for key in patches}
-    for (cls, method), function in patches.items():
-        setattr(cls, method, function)
+    LiteralExpression._infer_type = classmethod(infer_type)
     try:
         yield
     finally:
-        for (cls, method), function in earlier.items():
-            setattr(cls, method, function)
+        LiteralExpression._infer_type = earlier
+
+
+@contextmanager
+def io_as_steps(job: JobRun) -> Iterator[None]:
+    """Connect's readers and writers, for the ``with`` block: file reads are sources, writes
+    saved steps (``JobRun``); other sinks are refused.  dltrace's own reads and writes inside
+    a step use Connect's methods as they were."""
+    from pyspark.sql.connect.readwriter import DataFrameReader, DataFrameWriter, DataFrameWriterV2
+
+    def own(call: Callable) -> Callable:
+        def with_originals(*args, **kwargs):
+            restore(earlier)
+            try:
+                return call(*args, **kwargs)
+            finally:
+                restore(patches)
+        return with_originals
+
+    def load(reader, path=None, format=None, schema=None, **options):
+        frame = earlier[DataFrameReader, "load"](reader, path, format, schema, **options)  # sets the reader up
+        return frame if path is None else own(job.read)(reader, path)
+
+    def save(writer, path=None, format=None, mode=None, partitionBy=None, **options):
+        writer.mode(mode).options(**options)
+        if partitionBy is not None:
+            writer.partitionBy(partitionBy)
+        if format is not None:
+            writer.format(format)
+        if path is None:
+            raise UnsupportedLineage(f"DataFrameWriter.save without a path ({writer._write.source or 'parquet'}): "
+                                     f"dltrace saves steps written to paths and tables")
+        own(job.save_path)(writer, path)
+
+    def save_as_table(writer, name, format=None, mode=None, partitionBy=None, **options):
+        if options or writer._write.options:
+            raise UnsupportedLineage(f"saveAsTable({name!r}) with options: dltrace writes tables with Spark's defaults")
+        partition_by = [partitionBy] if isinstance(partitionBy, str) else list(partitionBy or
+                                                                               writer._write.partitioning_cols)
+        own(job.save_table)(connect_frame(writer._df, writer._spark), name, mode or writer._write.mode,
+                            format or writer._write.source, partition_by)
+
+    def v2(mode: str) -> Callable:
+        def write(writer) -> None:
+            own(job.save_table)(connect_frame(writer._df, writer._spark), writer._table_name, mode,
+                                writer._write.provider, [])
+        return write
+
+    patches = {(DataFrameReader, "load"): load, (DataFrameWriter, "save"): save,
+               (DataFrameWriter, "saveAsTable"): save_as_table,
+               (DataFrameWriter, "insertInto"): refuse("DataFrameWriter.insertInto (an append to a table)"),
+               **{(DataFrameWriterV2, m): refuse(f"DataFrameWriterV2.{m}") for m in V2_REFUSED},
+               (DataFrameWriterV2, "create"): v2("error"), (DataFrameWriterV2, "replace"): v2("overwrite"),
+               (DataFrameWriterV2, "createOrReplace"): v2("overwrite")}
+    earlier = {key: getattr(*key) for key in patches}
+    job.originals = {"save": earlier[DataFrameWriter, "save"], "saveAsTable": earlier[DataFrameWriter, "saveAsTable"]}
+    restore(patches)
+    try:
+        yield
+    finally:
+        restore(earlier)
+
+
+def refuse(what: str) -> Callable:
+    """A writer's method refused: an append of rows to what exists."""
+    def refused(*args, **kwargs):
+        raise UnsupportedLineage(f"{what}: a result with lineage is saved whole: write it with "
+                                 f"saveAsTable or to a path in mode 'overwrite'")
+    return refused
+
+
+def restore(methods: dict) -> None:
+    for (cls, method), function in methods.items():
+        setattr(cls, method, function)

@@ -12,14 +12,13 @@ case-insensitive) or, for ``df["x"]``, by the plan id of the DataFrame it was ta
 or a table name.  A column Spark names itself (``sum(x)``) is named when something refers to
 it, by asking Spark for the schema of the relation that made it (``Catalog.schema_of``).
 
-An operator without exact lineage (``sample``, ``mapInPandas``, local rows, ...) is refused
-with ``UnsupportedLineage`` naming it.
+An operator without exact lineage (``sample``, ``mapInPandas``, ...) is refused, named.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from itertools import count
 
 from sqlglot import exp
@@ -27,6 +26,7 @@ from sqlglot import exp
 from dltrace.dataframe.as_written import as_written
 from dltrace.dataframe.expressions import cast_to, literal, split_identifier
 from dltrace.dataframe.scope import SIMPLE_NAME, Column, Frame, Scope, unique_name
+from dltrace.dataframe.temp_views import TempView, temp_view, with_temp_views
 from dltrace.errors import BadInput, UnknownColumn, UnknownTable, UnsupportedLineage
 
 JOINS = {  # Join.JoinType: (side, kind) of sqlglot's Join
@@ -44,8 +44,8 @@ REFUSED = {
     "transpose": "transpose", "unresolved_table_valued_function": "a table-valued function",
     "replace": "na.replace", "sample_by": "sampleBy", "summary": "summary", "describe": "describe",
     "crosstab": "crosstab", "freq_items": "freqItems", "approx_quantile": "approxQuantile", "cov": "cov",
-    "corr": "corr", "zip": "zip", "nearest_by_join": "a nearest join",
-    "cached_remote_relation": "a cached remote DataFrame", "catalog": "a catalog listing",
+    "corr": "corr", "zip": "zip", "nearest_by_join": "a nearest join", "catalog": "a catalog listing",
+    "cached_remote_relation": "a cached remote DataFrame",
     "show_string": "show", "html_string": "show",
 }
 
@@ -58,6 +58,7 @@ class Catalog:
     views: set[str]  # the catalog's views, read by name (the rewriter inlines them)
     schema_of: Callable[[object], list[tuple[str, str]]]  # a Relation's (name, type) pairs, from Spark
     python_udf: Callable[[object], str]  # registers a Python UDF for the lineage query, returns its name
+    temp_views: dict[str, TempView] = field(default_factory=dict)  # the program's own (temp_views.py)
 
 
 def translate(relation, catalog: Catalog) -> exp.Query:
@@ -97,10 +98,15 @@ class PlanTranslator:
 
     def _read(self, read, message) -> Frame:
         if read.WhichOneof("read_type") != "named_table":
-            raise UnsupportedLineage("DataFrame: spark.read of files has no base rows in the catalog: register the "
-                                     "files with `dltrace register NAME PATH` and read them with spark.table(NAME)")
+            raise UnsupportedLineage("DataFrame: spark.read of files outside `dltrace run job.py` (which registers "
+                                     "them): register them with `dltrace register NAME PATH`, read spark.table(NAME)")
         parts = split_identifier(read.named_table.unparsed_identifier)
         name = parts[-1].lower()
+        view = temp_view(self.catalog.temp_views, parts)
+        if view is not None:
+            frame = self.relation_in_view(view)
+            frame.columns = [replace(c, qualifiers=frozenset({name})) for c in frame.columns]
+            return frame
         known = name in self.catalog.schemas or name in self.catalog.views
         if not known or (len(parts) > 1 and parts[-2].lower() not in ("default", "dltrace")):
             raise UnknownTable(f"DataFrame: table {'.'.join(parts)} is not registered: run `dltrace register "
@@ -118,7 +124,10 @@ class PlanTranslator:
             raise UnsupportedLineage("DataFrame: spark.sql with arguments is not supported by dltrace: write the "
                                      "values into the query")
         query = parse(sql.query)
-        qualify_against_catalog(query, self.catalog.schemas)
+        views = with_temp_views(query, self.catalog.temp_views,
+                                lambda view: translate(view.relation, replace(self.catalog, temp_views=view.earlier)))
+        qualified = qualify_against_catalog(query, self.catalog.schemas)  # refuses unknown names
+        query = qualified if views else query  # the views' columns named where they are read
         names = [name for name, _ in self.catalog.schema_of(message)]
         outer = query.selects
         columns = []
@@ -132,6 +141,15 @@ class PlanTranslator:
                 for projection, column in zip(branch.selects, columns):
                     projection.replace(exp.alias_(projection.unalias(), column.sql))
         return Frame(query, columns, message)
+
+    def relation_in_view(self, view: TempView) -> Frame:
+        """The frame of ``view``'s plan, its names resolved against the views it was made over."""
+        views = self.catalog.temp_views
+        self.catalog = replace(self.catalog, temp_views=view.earlier)
+        try:
+            return self.relation(view.relation)
+        finally:
+            self.catalog = replace(self.catalog, temp_views=views)
 
     def _with_relations(self, with_relations, message) -> Frame:
         """A relation whose expressions hold subqueries (``df.scalar()``, ``df.exists()``,
@@ -216,14 +234,10 @@ class PlanTranslator:
         kept = [(ref, c) for ref, c in scope.all() if c.name.lower() not in dropped and c.sql not in by_expression]
         return self.select(scope, kept)
 
-    def _hint(self, hint, message) -> Frame:
+    def _hint(self, hint, message) -> Frame:  # hints and repartitions change no row
         return self.relation(hint.input)
 
-    def _repartition(self, repartition, message) -> Frame:
-        return self.relation(repartition.input)
-
-    def _repartition_by_expression(self, repartition, message) -> Frame:
-        return self.relation(repartition.input)
+    _repartition = _repartition_by_expression = _hint
 
     def _sort(self, sort, message) -> Frame:
         child = self.relation(sort.input)
