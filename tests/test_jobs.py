@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from dltrace import LineageSession
+from dltrace.catalog import Catalog
 from dltrace.dataframe.jobs import JobError, run_job
 from dltrace.examples import shop_data
 from dltrace.spark import CONNECT_API, connect_session, serve_connect
@@ -55,6 +56,8 @@ def shop_runs(tmp_path_factory):
         done = subprocess.run(command, capture_output=True, text=True, env=python_env(), cwd=work, timeout=900)
         assert done.returncode == 0, done.stderr[-3000:]
         runs[kind] = {"work": work, "out": out, "stdout": done.stdout, "stderr": done.stderr}
+        if kind != "plain":
+            runs[kind]["tables"] = dict(Catalog(work / "catalog").tables)
     return data, runs
 
 
@@ -80,12 +83,13 @@ def test_the_shop_job_prints_and_writes_what_plain_spark_does(shop_runs):
         assert expected in lines
 
 
-def test_the_second_run_registers_nothing_and_keeps_the_ids(shop_runs, spark):
+def test_the_second_run_registers_nothing_and_keeps_the_ids(shop_runs):
     _, runs = shop_runs
     again = runs["again"]["stderr"]
     assert "registered as table" not in again and again.count("(registered, unchanged)") == 3
-    catalog = LineageSession(runs["dltrace"]["work"] / "catalog", spark=spark).catalog
-    assert {name: entry.version for name, entry in catalog.tables.items()} == \
+    # the same entries: codes, versions, files and row numbers, so every id names the same row
+    assert runs["again"]["tables"] == runs["dltrace"]["tables"]
+    assert {name: entry.version for name, entry in runs["again"]["tables"].items()} == \
            {"orders": 1, "customers": 1, "products": 1}
 
 
@@ -142,11 +146,11 @@ def job(engine, tmp_path, monkeypatch):
     session = LineageSession(tmp_path / "catalog", spark=engine)
     said: list[str] = []
 
-    def run(text: str, *argv: str, resume: bool = False):
-        script = tmp_path / f"job{len(said)}.py"
+    def run(text: str, *argv: str, resume: bool = False, semantics: str = "control"):
+        script = tmp_path / "job.py"
         script.write_text(textwrap.dedent(text))
         said.clear()
-        steps = run_job(session, str(script), say=said.append, argv=list(argv), resume=resume)
+        steps = run_job(session, str(script), semantics, say=said.append, argv=list(argv), resume=resume)
         return steps, list(said)
 
     run.session = session
@@ -186,12 +190,21 @@ def test_each_read_form_is_a_source_with_the_rows_spark_reads(job, spark):
 
 def test_refusals_name_the_line_and_do_no_work(job):
     data = job.data
+    job(f"""
+        from pyspark.sql import SparkSession
+        SparkSession.builder.getOrCreate().read.parquet("{data}/orders").count()
+    """)  # orders registered in place
     cases = {
         f'spark.read.parquet("{data}/orders", "{data}/orders")': "2 paths",
         f'spark.read.text("{data}/customers.csv")': "text files",
         f'spark.table("x").write.mode("append").parquet("{data}/out")': "append",
         'spark.table("x").write.insertInto("x")': "insertInto",
-        f'spark.table("x").write.parquet("{data}/orders")': "already exists",
+        f'spark.table("x").write.parquet("{data}/customers.csv")': "already exists",
+        f'spark.table("x").write.mode("overwrite").parquet("{data}/orders")': "registered in place",
+        'spark.read.format("jdbc").option("url", "jdbc:x").load()': "without a path",
+        f'spark.table("x").write.mode("overwrite").option("partitionOverwriteMode", "dynamic")'
+        f'.partitionBy("category").parquet("{data}/out")': "some partitions",
+        'spark.table("x").write.bucketBy(2, "category").saveAsTable("b")': "bucketBy",
     }
     for call, said in cases.items():
         with pytest.raises(JobError) as refused:
@@ -203,10 +216,10 @@ def test_refusals_name_the_line_and_do_no_work(job):
             """)
         assert "line 5" in str(refused.value) and said in str(refused.value), call
         assert "\n" not in str(refused.value)
-    assert not job.session.store.list()
+    assert not job.session.store.list() and not (data / "out").exists()
 
 
-def test_eager_calls_work_before_and_after_a_save(job):
+def test_eager_calls_work_before_and_after_a_save(job, capsys):
     data = job.data
     _, said = job(f"""
         from pyspark.sql import SparkSession, functions as F
@@ -226,6 +239,13 @@ def test_eager_calls_work_before_and_after_a_save(job):
                          f"WHERE status = 'shipped' GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 3").fetchall()
     result = job.session.result("top_customers").collect()
     assert [(r["customer_id"], r["n"]) for r in result] == [tuple(row) for row in shipped]
+    printed = capsys.readouterr().out
+    total = duckdb.sql(f"SELECT COUNT(*) FROM read_parquet('{data}/orders/*.parquet') WHERE status = 'shipped'")
+    customers = duckdb.sql(f"SELECT COUNT(DISTINCT customer_id) FROM read_parquet('{data}/orders/*.parquet') "
+                           f"WHERE status = 'shipped'")
+    assert "orders 200 200 200" in printed
+    assert f"saved {customers.fetchone()[0]} {total.fetchone()[0]}" in printed
+    assert f"top {[tuple(row) for row in shipped]}" in printed
     assert all(r["DL"] for r in result)
     assert any("saving result per_customer" in line for line in said)
 
@@ -268,15 +288,22 @@ def test_a_resumed_run_skips_the_steps_saved_from_unchanged_inputs(job):
         o = spark.read.parquet("{job.data}/orders")
         o.groupBy("status").count().write.mode("overwrite").saveAsTable("by_status")
         o.groupBy("customer_id").count().write.mode("overwrite").saveAsTable("by_customer")
+        o.groupBy("product_id").count().write.parquet("{job.data.parent}/by_product")  # mode error
     """
     job(text)
-    steps, _ = job(text, resume=True)
-    assert [step.skipped for step in steps] == [True, True]
-    steps, _ = job(text.replace('groupBy("customer_id")', 'groupBy("product_id")'), resume=True)
-    assert [step.skipped for step in steps] == [True, False]
+    steps, _ = job(text, resume=True)  # the default mode's write is skipped, not refused as existing
+    assert [step.skipped for step in steps] == [True, True, True]
+    steps, _ = job(text.replace('groupBy("customer_id")', 'groupBy("status", "customer_id")'), resume=True)
+    assert [step.skipped for step in steps] == [True, False, True]
+    (job.data / "orders" / "part-00001.parquet").unlink()  # an input changed: every step runs again
+    overwriting = text.replace(".write.parquet(", ".write.mode('overwrite').parquet(")
+    steps, _ = job(overwriting, resume=True)
+    assert [step.skipped for step in steps] == [False, False, False]
+    steps, _ = job(overwriting, resume=True, semantics="data")  # other semantics: saved again
+    assert [step.skipped for step in steps] == [False, False, False]
 
 
-def test_decimal_literals_keep_their_spark_types(job):
+def test_decimal_literals_keep_their_spark_types(job, capsys):
     from decimal import Decimal
 
     from pyspark.sql import functions as F
@@ -296,6 +323,7 @@ def test_decimal_literals_keep_their_spark_types(job):
             .write.mode("overwrite").saveAsTable("q")
     """)
     assert job.session.store.get("q").schema["q"] == "decimal(27,6)"  # Connect: decimal(32,11)
+    assert "struct<l:decimal(2,1)>" in capsys.readouterr().out
 
 
 def test_register_then_frames_in_python(spark, tmp_path, monkeypatch):

@@ -41,8 +41,9 @@ def run(args: argparse.Namespace) -> int:
     if path.endswith(".py"):
         with openlineage.script_run(os.path.basename(path)):  # its saves are the steps of this run
             return run_job_file(session, args)
-    if args.arguments:
-        raise BadInput(f"unrecognized arguments: {' '.join(args.arguments)} (a SQL script takes none)")
+    if args.arguments or args.resume:
+        raise BadInput(f"{' '.join(args.arguments) or '--resume'}: a SQL script takes no arguments, and --resume "
+                       f"applies to PySpark scripts")
     text = sys.stdin.read() if path == "-" else query_text("@" + path)
     output_limit(args)  # a bad --limit fails before anything runs
     total = len(split_statements(text))

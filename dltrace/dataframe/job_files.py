@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 from dltrace.errors import BadInput, UnsupportedLineage
 from dltrace.json_store import JsonStore
-from dltrace.registration import Reader
+from dltrace.registration import Reader, source_fingerprint
 from dltrace.storage import Location, location
 from dltrace.table_data import backquoted, spark_uri_key
 
@@ -50,6 +50,7 @@ class Written:
     options: dict[str, str] = field(default_factory=dict)
     written_at: float = 0.0
     location: str | None = None  # saveAsTable: the managed table's directory Spark wrote
+    files: str | None = None  # a path write: the fingerprint of the files written (changed: not ours now)
 
 
 class WrittenStore(JsonStore[Written]):
@@ -102,8 +103,15 @@ def source_table(lineage, fmt: str, where: Location, as_read: Reader) -> tuple[s
                      lambda n: n in lineage.catalog.tables and lineage.catalog.tables[n].source == source)
     before = lineage.catalog.tables.get(name)
     copy = fmt == "parquet" and bool(as_read.schema)  # a schema of the job's own: its rows copied as read
-    entry = lineage.register(name, source, format=None if fmt == "delta" else fmt, copy=copy,
-                             as_read=None if fmt == "delta" else as_read)
+    if fmt == "delta":
+        options = {key.lower(): value for key, value in as_read.options.items()}
+        if "timestampasof" in options:
+            raise UnsupportedLineage(f"spark.read of Delta table {where} as of a timestamp: read it with "
+                                     f"versionAsOf, which dltrace registers")
+        version = int(options["versionasof"]) if "versionasof" in options else None
+        entry = lineage.register(name, source, version=version)
+    else:
+        entry = lineage.register(name, source, format=fmt, copy=copy, as_read=as_read)
     if before is not None and before.version == entry.version:
         return name, f"table {name} (registered, unchanged)"
     how = "in place" if entry.files else "copied"
@@ -111,12 +119,23 @@ def source_table(lineage, fmt: str, where: Location, as_read: Reader) -> tuple[s
     return name, f"registered as table {name} ({entry.rows} rows, {how}{again})"
 
 
+def job_location(path: str, what: str) -> Location:
+    """A job's path as a ``Location``: ``file:/p`` (Spark's own spelling) is the local ``/p``."""
+    return location(spark_uri_key(path) if path.startswith("file:") else path, what)
+
+
+def files_now(where: Location, fmt: str) -> str:
+    """A digest of the files at ``where`` (names, sizes, modification times)."""
+    return source_fingerprint(where, fmt, {})
+
+
 def written_result(lineage, spark, fmt: str, where: Location, as_read: Reader):
     """The saved result a step wrote at ``where``, as the job's read of it gives it (its
-    columns in the files' order), or None when the files are not the result's rows as written."""
+    columns in the files' order), or None when the files are not the result's rows as written
+    (another format, a schema of the reader's, files changed since, other columns or types)."""
     record = WrittenStore(lineage.catalog).at(str(where))
     if record is None or fmt not in SELF_DESCRIBING or record.format != fmt or as_read.schema \
-            or not lineage.store.exists(record.name):
+            or not lineage.store.exists(record.name) or record.files != files_now(where, fmt):
         return None
     result = lineage.store.get(record.name)
     read = spark.read.format(fmt).options(**as_read.options).load(str(where))
@@ -162,9 +181,54 @@ def saved_rows(lineage, spark, name: str):
 
 
 def record_write(lineage, name: str, path: str, fmt: str, mode: str | None, partition_by: list[str],
-                 options: dict[str, str], table_location: str | None = None) -> None:
+                 options: dict[str, str], table_location: str | None = None, files: str | None = None) -> None:
     WrittenStore(lineage.catalog).write(Written(name, path, fmt, (mode or "errorifexists").lower(),
-                                                list(partition_by), dict(options), time.time(), table_location))
+                                                list(partition_by), dict(options), time.time(), table_location,
+                                                files))
+
+
+def written_here(lineage, name: str, where: Location) -> bool:
+    """Whether the files at ``where`` are still the rows of result ``name`` dltrace wrote there."""
+    record = WrittenStore(lineage.catalog).all().get(name)
+    return record is not None and record.path == str(where) and record.files == files_now(where, record.format)
+
+
+def check_result_of(lineage, result: str, table: str) -> None:
+    """Refuse a ``saveAsTable`` whose result name is the result of a write to a path."""
+    record = WrittenStore(lineage.catalog).all().get(result)
+    if record is not None and record.path != table:
+        raise BadInput(f"saveAsTable({table!r}): result {result} holds the rows the job wrote to {record.path}: "
+                       f"name the table otherwise")
+
+
+def check_whole_write(spark, options: dict[str, str], path: str) -> None:
+    """Refuse an overwrite of part of a path (dynamic partition overwrite, Delta's
+    ``replaceWhere``): the saved result would not be what the path then holds."""
+    lowered = {key.lower(): value for key, value in options.items()}
+    dynamic = (lowered.get("partitionoverwritemode") or spark.conf.get(
+        "spark.sql.sources.partitionOverwriteMode", "static")).lower() == "dynamic"
+    if dynamic or "replacewhere" in lowered:
+        raise UnsupportedLineage(f"writing {path}: an overwrite of some partitions (dynamic partitionOverwriteMode, "
+                                 f"replaceWhere) leaves rows of another run beside this one's; overwrite it whole")
+
+
+def check_not_a_source(lineage, where: Location, path: str) -> None:
+    """Refuse a write into the files of a table registered in place (as Spark refuses to
+    overwrite a path it reads): its ids would name other rows."""
+    for name, entry in lineage.catalog.tables.items():
+        source = entry.source.rstrip("/")
+        target = str(where).rstrip("/")
+        if entry.files and (source == target or source.startswith(target + "/") or target.startswith(source + "/")):
+            raise BadInput(f"writing {path}: it holds the files of table {name}, registered in place: write "
+                           f"elsewhere")
+
+
+def settings_changed(job_session, engine) -> dict[str, str]:
+    """The Spark SQL settings the job's session has and dltrace's engine does not (a time
+    zone, ANSI mode, ...): the step is computed with them."""
+    theirs, ours = job_session.conf.getAll, engine.conf.getAll
+    return {key: value for key, value in theirs.items()
+            if key.startswith("spark.sql.") and ours.get(key) != value and job_session.conf.isModifiable(key)}
 
 
 def in_spark_catalog(spark, name: str) -> str:

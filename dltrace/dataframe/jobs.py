@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from dltrace.dataframe import job_files
 from dltrace.errors import BadInput, DltraceError, UnsupportedLineage
 from dltrace.registration import Reader
-from dltrace.storage import location
+from dltrace.spark import session_conf
 
 REPLACING_MODES = {"overwrite": "replace", "error": "create", "errorifexists": "create", "default": "create",
                    "ignore": "ignore"}
@@ -71,11 +71,14 @@ class JobRun:
     def read(self, reader, paths) -> object:
         """``spark.read...load(paths)``: the files as a registered table (or the saved result a
         step wrote there), read with ``spark.table``."""
-        paths = [paths] if isinstance(paths, str) else list(paths)
+        paths = [paths] if isinstance(paths, str) else list(paths or [])
+        if not paths and "path" in reader._options:
+            paths = [reader._options.pop("path")]
         if len(paths) != 1:
-            raise UnsupportedLineage(f"spark.read of {len(paths)} paths at once: read each (each is a source "
-                                     f"of its own) and union them")
-        where = location(paths[0], "source")
+            what = f"{len(paths)} paths at once: read each (each is a source of its own) and union them" if paths \
+                else f"{reader._format or 'a source'} without a path: dltrace registers files"
+            raise UnsupportedLineage(f"spark.read of {what}")
+        where = job_files.job_location(paths[0], "source")
         fmt = job_files.file_format(reader._format, where)
         as_read = Reader(dict(reader._options), reader._schema or "")
         spark = reader._client
@@ -88,21 +91,24 @@ class JobRun:
         return spark.table(name)
 
     def save_table(self, frame, name: str, mode: str | None, fmt: str | None, partition_by: list[str]) -> None:
-        """``saveAsTable(name)``: a saved step, then Spark's table of its rows."""
+        """``saveAsTable(name)``: a saved step (named after the table), then Spark's table of its rows."""
         action = REPLACING_MODES.get((mode or "error").lower())
         if action is None:
             raise UnsupportedLineage(f"saveAsTable({name!r}, mode={mode!r}): a result with lineage is saved whole; "
                                      f"use mode 'overwrite' (or the default) to save it as a step")
-        exists = self.lineage.store.exists(name)
-        if exists and action == "create":
-            raise BadInput(f"saveAsTable({name!r}): result {name.lower()} exists: use .mode('overwrite') to "
-                           f"replace it")
-        if exists and action == "ignore":
-            self.done(Step(name.lower(), self.lineage.store.get(name).rows, 0.0, self.line(), skipped=True))
-            return
-        step = self.saved(frame, name.lower())
-        spark = frame._session
+        spark, result = frame._session, name.split(".")[-1].lower()
         table = job_files.in_spark_catalog(spark, name)  # not the temporary view of the result
+        job_files.check_result_of(self.lineage, result, name.lower())
+        if (resumed := self.resumed(frame, result)) is not None and spark.catalog.tableExists(table):
+            self.done(resumed)
+            return
+        exists = self.lineage.store.exists(result) or spark.catalog.tableExists(table)
+        if exists and action == "create":
+            raise BadInput(f"saveAsTable({name!r}): the table exists (as Spark refuses it): use .mode('overwrite')")
+        if exists and action == "ignore":
+            self.say(f"line {self.line()}: table {name} exists (mode 'ignore'): nothing written")
+            return
+        step = self.saved(frame, result)
         job_files.clear_own_table_location(self.lineage, spark, name, table)
         writer = job_files.saved_rows(self.lineage, spark, step.name).write.mode("overwrite")
         if fmt:
@@ -114,39 +120,60 @@ class JobRun:
                                job_files.table_location(spark, table))
         self.done(step)
 
-    def save_path(self, writer, path: str) -> None:
+    def save_path(self, writer, path: str | None) -> None:
         """A write to ``path``: a saved step named after it, then its rows written there."""
         settings = writer._write
-        where = location(path, "output")
+        path = path or settings.options.pop("path", None)
+        if path is None:
+            raise UnsupportedLineage(f"DataFrameWriter.save without a path ({settings.source or 'parquet'}): "
+                                     f"dltrace saves steps written to paths and tables")
+        where = job_files.job_location(path, "output")
         fmt = job_files.file_format(settings.source, where)
-        if settings.bucket_cols or settings.sort_cols or settings.num_buckets > 0:
-            raise UnsupportedLineage(f"bucketBy/sortBy on a write to {path}: Spark takes them only with saveAsTable")
+        if settings.bucket_cols or settings.sort_cols or settings.num_buckets > 0 or settings.clustering_cols:
+            raise UnsupportedLineage(f"bucketBy/sortBy/clusterBy on a write to {path}: Spark takes them only with "
+                                     f"tables")
+        job_files.check_whole_write(writer._spark, settings.options, path)
+        job_files.check_not_a_source(self.lineage, where, path)
+        name = job_files.output_name(self.lineage, job_files.table_name(where), str(where))
+        frame = connect_frame(writer._df, writer._spark)
+        if (resumed := self.resumed(frame, name)) is not None and job_files.written_here(self.lineage, name, where):
+            self.done(resumed)
+            return
         if not job_files.write_action(settings.mode, where.exists(), f"writing {path}"):
             self.say(f"line {self.line()}: {path} exists (mode 'ignore'): nothing written")
             return
-        name = job_files.output_name(self.lineage, job_files.table_name(where), str(where))
-        step = self.saved(connect_frame(writer._df, writer._spark), name)
+        step = self.saved(frame, name)
         out = job_files.saved_rows(self.lineage, writer._spark, name).write.format(fmt).mode("overwrite") \
             .options(**settings.options)
         if settings.partitioning_cols:
             out = out.partitionBy(*settings.partitioning_cols)
         self.originals["save"](out, str(where))
         job_files.record_write(self.lineage, name, str(where), fmt, settings.mode, settings.partitioning_cols,
-                               dict(settings.options))
+                               dict(settings.options), files=job_files.files_now(where, fmt))
         step.path = path
         self.done(step)
 
+    def resumed(self, frame, name: str) -> Step | None:
+        """With ``--resume``: the step, skipped, when result ``name`` was saved from the same
+        query, semantics and representation over unchanged inputs."""
+        lineage = self.lineage
+        if not self.resume or not lineage.store.exists(name):
+            return None
+        result = lineage.store.get(name)
+        if (result.semantics, result.representation) == (self.semantics, self.representation) \
+                and not lineage.store.staleness().get(name) \
+                and result.query == lineage.expand(lineage.dataframe_sql(frame)):
+            return Step(name, result.rows, 0.0, self.line(), skipped=True)
+        return None
+
     def saved(self, frame, name: str) -> Step:
-        """``frame`` saved as result ``name`` (or, resuming, found saved from the same query
-        over unchanged inputs)."""
+        """``frame`` saved as result ``name``, with the job's own Spark SQL settings (time zone,
+        ANSI mode, ...) in force in dltrace's session while it runs."""
         line, started = self.line(), time.perf_counter()
         lineage = self.lineage
-        if self.resume and lineage.store.exists(name):
-            result = lineage.store.get(name)
-            if not lineage.store.staleness().get(name) and result.query == lineage.expand(lineage.dataframe_sql(frame)):
-                return Step(name, result.rows, 0.0, line, skipped=True)
         self.say(f"line {line}: saving result {name} ...")
-        saved = lineage.save(frame, name, semantics=self.semantics, representation=self.representation)
+        with session_conf(lineage.spark, job_files.settings_changed(frame._session, lineage.spark)):
+            saved = lineage.save(frame, name, semantics=self.semantics, representation=self.representation)
         return Step(saved.name, saved.rows, time.perf_counter() - started, line)
 
     def done(self, step: Step) -> None:
@@ -171,7 +198,8 @@ def run_job(lineage, path: str, semantics: str = "control", representation: str 
             runpy.run_path(script, run_name="__main__")
         except SystemExit as stop:
             if stop.code not in (None, 0):
-                raise JobError(f"{path} exited with status {stop.code}", 1) from None
+                raise JobError(f"{path} exited with status {stop.code}",
+                               stop.code if isinstance(stop.code, int) else 1) from None
         except DltraceError as error:
             raise JobError(f"{path} line {script_line(script, error.__traceback__)}: {error}",
                            error.exit_code) from None
@@ -214,12 +242,15 @@ def the_session(frames) -> Iterator[None]:
 
 @contextmanager
 def script_argv(argv: list[str]) -> Iterator[None]:
-    earlier = sys.argv
+    """``sys.argv`` as the script's, and its directory first on ``sys.path`` (its own modules
+    import), as ``python job.py`` has them."""
+    earlier, path = sys.argv, list(sys.path)
     sys.argv = argv
+    sys.path.insert(0, os.path.dirname(os.path.abspath(argv[0])))
     try:
         yield
     finally:
-        sys.argv = earlier
+        sys.argv, sys.path[:] = earlier, path
 
 
 def connect_frame(plan, session):
@@ -269,8 +300,8 @@ def io_as_steps(job: JobRun) -> Iterator[None]:
         return with_originals
 
     def load(reader, path=None, format=None, schema=None, **options):
-        frame = earlier[DataFrameReader, "load"](reader, path, format, schema, **options)  # sets the reader up
-        return frame if path is None else own(job.read)(reader, path)
+        earlier[DataFrameReader, "load"](reader, path, format, schema, **options)  # sets the reader up, reads nothing
+        return own(job.read)(reader, path)
 
     def save(writer, path=None, format=None, mode=None, partitionBy=None, **options):
         writer.mode(mode).options(**options)
@@ -278,21 +309,23 @@ def io_as_steps(job: JobRun) -> Iterator[None]:
             writer.partitionBy(partitionBy)
         if format is not None:
             writer.format(format)
-        if path is None:
-            raise UnsupportedLineage(f"DataFrameWriter.save without a path ({writer._write.source or 'parquet'}): "
-                                     f"dltrace saves steps written to paths and tables")
         own(job.save_path)(writer, path)
 
     def save_as_table(writer, name, format=None, mode=None, partitionBy=None, **options):
-        if options or writer._write.options:
-            raise UnsupportedLineage(f"saveAsTable({name!r}) with options: dltrace writes tables with Spark's defaults")
+        settings = writer._write
+        if options or settings.options or settings.bucket_cols or settings.sort_cols or settings.clustering_cols:
+            refuse_table_settings(f"saveAsTable({name!r})")
         partition_by = [partitionBy] if isinstance(partitionBy, str) else list(partitionBy or
-                                                                               writer._write.partitioning_cols)
-        own(job.save_table)(connect_frame(writer._df, writer._spark), name, mode or writer._write.mode,
-                            format or writer._write.source, partition_by)
+                                                                               settings.partitioning_cols)
+        own(job.save_table)(connect_frame(writer._df, writer._spark), name, mode or settings.mode,
+                            format or settings.source, partition_by)
 
     def v2(mode: str) -> Callable:
         def write(writer) -> None:
+            settings = writer._write
+            if settings.partitioning_columns or settings.options or settings.table_properties \
+                    or settings.clustering_columns:
+                refuse_table_settings(f"writeTo({writer._table_name!r})")
             own(job.save_table)(connect_frame(writer._df, writer._spark), writer._table_name, mode,
                                 writer._write.provider, [])
         return write
@@ -310,6 +343,11 @@ def io_as_steps(job: JobRun) -> Iterator[None]:
         yield
     finally:
         restore(earlier)
+
+
+def refuse_table_settings(call: str) -> None:
+    raise UnsupportedLineage(f"{call} with options, partitioning (writeTo), bucketBy, sortBy, clusterBy or table "
+                             f"properties: dltrace writes tables with Spark's defaults")
 
 
 def refuse(what: str) -> Callable:
