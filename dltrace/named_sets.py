@@ -40,21 +40,19 @@ def numbered_sets(frame, named_sets, shared_sets: int) -> tuple:
 def _numbers(named_sets, first: int) -> tuple:
     """``(numbered, numbers)``: ``named_sets`` (``(__dlname, __dlid)``) as ``(set_id, id)`` rows,
     and ``numbers``, each set's name to its ``set_id``: from ``first`` on, in name order (the
-    names are distinct: the order, and so each number, is one), looked up per row in Python
-    as ``_naming`` does."""
+    names are distinct: the order, and so each number, is one; Python's order of text is
+    Spark's, by code point).  The names are read once, numbered here, and joined back as a
+    table of their own: no window over all names in one task, no Python call per id."""
     import pandas as pd
     from pyspark.sql import functions as F
 
     names = sorted(named_sets.select("__dlname").distinct().toArrow().column("__dlname").to_pylist())
     numbers = {name: number for number, name in enumerate(names, first)}
-
-    def number(names):
-        return names.map(numbers)
-
-    number.__annotations__ = {"names": pd.Series, "return": pd.Series}  # read by pandas_udf
-    rows = named_sets.where(F.col("__dlid").isNotNull())
-    return rows.select(F.pandas_udf(number, "int")(F.col("__dlname")).alias(SHARED_SET),
-                       F.col("__dlid").alias(SHARED_ID)), numbers
+    table = pd.DataFrame({"__dlname": pd.Series(names, dtype=object),
+                          SHARED_SET: pd.Series(range(first, first + len(names)), dtype="int32")})
+    numbered = named_sets.sparkSession.createDataFrame(table, f"__dlname string, {SHARED_SET} int")
+    rows = named_sets.join(numbered, "__dlname").where(F.col("__dlid").isNotNull())
+    return rows.select(SHARED_SET, F.col("__dlid").alias(SHARED_ID)), numbers
 
 
 def _naming(frame, numbers: dict[str, int], shared_sets: int):

@@ -340,3 +340,23 @@ def test_register_then_frames_in_python(spark, tmp_path, monkeypatch):
     session.register("products", data / "products.json")
     assert frames.table("products").count() == 40
     assert session.trace(frames.table("orders").groupBy("status").count()).count() == 3
+
+
+def test_table_writes_and_the_other_read_forms(job, spark):
+    data, out = job.data, job.data.parent / "out"
+    steps, _ = job(f"""
+        from pyspark.sql import SparkSession, functions as F
+        spark = SparkSession.builder.getOrCreate()
+        spark.read.parquet("{data}/orders").groupBy("status").count().writeTo("status_counts").create()
+        again = spark.read.table("status_counts").withColumn("twice", F.col("count") * 2)
+        again.writeTo("status_twice").createOrReplace()
+        again.write.format("orc").mode("overwrite").save("{out}/twice_orc")
+        print(sorted(tuple(r) for r in spark.read.orc("{out}/twice_orc").collect()))
+    """)
+    assert [step.name for step in steps] == ["status_counts", "status_twice", "twice_orc"]
+    expected = duckdb.sql(f"SELECT status, COUNT(*), 2 * COUNT(*) FROM read_parquet('{data}/orders/*.parquet') "
+                          f"GROUP BY 1 ORDER BY 1").fetchall()
+    assert sorted(tuple(r) for r in spark.read.orc(str(out / "twice_orc")).collect()) == expected
+    assert sorted(tuple(r) for r in spark.table("spark_catalog.default.status_twice").collect()) == expected
+    hit = job.session.impact("orders WHERE order_id = 3", result="twice_orc").collect()
+    assert len(hit) == 1
