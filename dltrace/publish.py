@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from dltrace.errors import BadInput
 from dltrace.json_store import JsonStore
 from dltrace.results import DL
-from dltrace.table_data import backquoted
 
 DIRECTORY = "published"
 VIEW_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$")
@@ -46,10 +45,7 @@ def view_sql(store, result) -> str:
         what = "names the rows of results it was computed from" if result.references else "has shared lineage sets"
         raise BadInput(f"saved result {result.name} {what}, so its DL is not one column of its Parquet: dltrace "
                        "cannot publish it as a view yet (save it from a query over tables)")
-    columns = ", ".join(map(backquoted, result.query_columns))
-    order = "_pos" if "_pos" in result.schema else "_row"
-    return (f"SELECT {columns}, array_sort(array_compact({DL})) AS DL "
-            f"FROM parquet.{backquoted(str(store.path(result.data)))} ORDER BY {order}")
+    return store.ordered_sql(result, f"array_sort(array_compact({DL})) AS DL")
 
 
 def check_view_name(view: str) -> None:

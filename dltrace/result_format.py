@@ -106,11 +106,15 @@ class SavedResult:
         return {table: max(versions) for table, versions in self.lineage_tables.items()}
 
     @property
+    def numbering(self) -> str:
+        """rows.parquet's column that orders the rows: ``_pos`` from format 5 on, ``_row`` before."""
+        return POSITION if self.positions is not None else ROW
+
+    @property
     def query_columns(self) -> dict[str, str]:
-        """The columns a query reading this result sees: the saved query's own, not ``_row``
-        (``_pos`` from format 5 on) or ``DL``."""
-        numbering = POSITION if self.positions is not None else ROW
-        return {c: t for c, t in self.schema.items() if c not in (numbering, DL, SHARED_REFS)}
+        """The columns a query reading this result sees: the saved query's own, not
+        ``numbering`` or ``DL``."""
+        return {c: t for c, t in self.schema.items() if c not in (self.numbering, DL, SHARED_REFS)}
 
     def rows_sql(self) -> list[str]:
         """The columns of ``ResultStore.rows`` as Spark SQL over rows.parquet's columns."""

@@ -68,7 +68,7 @@ def rows_at(store, result: SavedResult, rows: np.ndarray, columns: list[str] | N
     import pyarrow.compute as pc
     import pyarrow.dataset as ds
 
-    stored = POSITION if result.positions is not None else ROW
+    stored = result.numbering
     read_columns = None if columns is None else [stored, *columns]
     wanted = np.unique(result.positions_of(np.asarray(rows, dtype=np.int64)))
     if not len(wanted):
@@ -85,8 +85,7 @@ def rows_at(store, result: SavedResult, rows: np.ndarray, columns: list[str] | N
 
 def every_row(store, result: SavedResult, columns: list[str]):
     """``_row`` and ``columns`` of every saved row, in file order: a pyarrow Table."""
-    stored = POSITION if result.positions is not None else ROW
-    return numbered(result, read(dataset(store, result.data), [stored, *columns]))
+    return numbered(result, read(dataset(store, result.data), [result.numbering, *columns]))
 
 
 def dataset(store, relative: str):

@@ -170,9 +170,14 @@ class ResultStore:
         row groups whose statistics hold their positions."""
         from pyspark.sql import functions as F
 
-        stored = POSITION if result.positions is not None else ROW
         wanted = [int(p) for p in result.positions_of(rows)]
-        return self._stored_rows(spark, result).where(F.col(stored).isin(wanted)).selectExpr(*result.rows_sql())
+        return self._stored_rows(spark, result).where(F.col(result.numbering).isin(wanted)) \
+            .selectExpr(*result.rows_sql())
+
+    def ordered_sql(self, result: SavedResult, *more: str) -> str:
+        """Spark SQL of the result's query columns (and ``more`` expressions) in its own row order."""
+        columns = ", ".join([*map(backquoted, result.query_columns), *more])
+        return f"SELECT {columns} FROM parquet.{backquoted(str(self.path(result.data)))} ORDER BY {result.numbering}"
 
     def _stored_rows(self, spark, result: SavedResult):
         """rows.parquet's columns as written (``_pos`` from format 5 on, ``_row`` before)."""

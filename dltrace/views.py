@@ -137,12 +137,18 @@ def check_result_name(name: str, what: str = "result") -> None:
         raise BadInput(f"'{name}' is not a valid {what} name: use letters, digits and _")
 
 
+def owners_of(name: str, tables, result_exists: Callable[[str], bool], views) -> list[str]:
+    """What holds ``name`` in the one namespace: "a table", "a saved result", "a view"."""
+    lowered = name.lower()
+    owners = {"a table": lowered in tables, "a saved result": result_exists(lowered), "a view": lowered in views}
+    return [owner for owner, taken in owners.items() if taken]
+
+
 def check_name_free(name: str, wanted: str, tables, result_exists: Callable[[str], bool], views) -> None:
     """Tables, saved results and views share one namespace: ``name`` must not be one of
     another kind than ``wanted`` ("a table", "a saved result", "a view")."""
     lowered = name.lower()
-    owners = {"a table": lowered in tables, "a saved result": result_exists(lowered), "a view": lowered in views}
-    for owner, taken in owners.items():
-        if taken and owner != wanted:
+    for owner in owners_of(lowered, tables, result_exists, views):
+        if owner != wanted:
             raise BadInput(f"'{lowered}' is already {owner}: tables, saved results and views share one namespace, "
                            f"choose another name")

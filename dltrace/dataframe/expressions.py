@@ -113,6 +113,18 @@ def literal(message) -> exp.Expression:
     raise UnsupportedLineage(f"DataFrame: a literal of type {kind} is not supported by dltrace")
 
 
+def decimal_digits(value: decimal.Decimal) -> tuple[int, int]:
+    """``(precision, scale)`` of ``value`` as classic Spark types a ``BigDecimal`` literal.
+
+    >>> decimal_digits(decimal.Decimal("7.0")), decimal_digits(decimal.Decimal("1E+3"))
+    ((2, 1), (4, 0))
+    """
+    digits = value.as_tuple()
+    exponent = int(digits.exponent)
+    scale = max(0, -exponent)
+    return max(len(digits.digits) + max(0, exponent), scale, 1), scale
+
+
 def decimal_type(message) -> str:
     """A Connect decimal literal's type as Spark Connect's server gives it: the value's own
     digits (as classic Spark types a ``BigDecimal``), widened to the precision and scale the
@@ -123,10 +135,7 @@ def decimal_type(message) -> str:
     >>> decimal_type(literal(value="7.0", precision=10, scale=0)), decimal_type(literal(value="1E+3"))
     ('DECIMAL(10,1)', 'DECIMAL(4,0)')
     """
-    digits = decimal.Decimal(message.value).as_tuple()
-    exponent = int(digits.exponent)
-    scale = max(0, -exponent)
-    precision = max(len(digits.digits) + max(0, exponent), scale, 1)
+    precision, scale = decimal_digits(decimal.Decimal(message.value))
     if message.HasField("scale"):
         scale = max(scale, message.scale)
     if message.HasField("precision"):

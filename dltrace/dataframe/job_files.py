@@ -32,6 +32,7 @@ from dltrace.json_store import JsonStore
 from dltrace.registration import Reader, source_fingerprint
 from dltrace.storage import Location, location
 from dltrace.table_data import backquoted, spark_uri_key
+from dltrace.views import owners_of
 
 DIRECTORY = "written"
 FILE_FORMATS = ("parquet", "csv", "json", "orc", "delta")
@@ -61,6 +62,7 @@ class WrittenStore(JsonStore[Written]):
         super().__init__(catalog.directory / DIRECTORY)
 
     def at(self, path: str) -> Written | None:
+        """The record of the write to ``path`` (or of the table so named)."""
         return next((record for record in self.all().values() if record.path == path), None)
 
 
@@ -81,8 +83,7 @@ def free_name(lineage, wanted: str, ours) -> str:
     views = lineage.views()
     for number in itertools.count(1):
         name = wanted if number == 1 else f"{wanted}_{number}"
-        taken = name in lineage.catalog.tables or lineage.store.exists(name) or name in views
-        if not taken or ours(name):
+        if not owners_of(name, lineage.catalog.tables, lineage.store.exists, views) or ours(name):
             return name
     raise AssertionError("unreachable")
 
@@ -135,7 +136,7 @@ def written_result(lineage, spark, fmt: str, where: Location, as_read: Reader):
     (another format, a schema of the reader's, files changed since, other columns or types)."""
     record = WrittenStore(lineage.catalog).at(str(where))
     if record is None or fmt not in SELF_DESCRIBING or record.format != fmt or as_read.schema \
-            or not lineage.store.exists(record.name) or record.files != files_now(where, fmt):
+            or not lineage.store.exists(record.name) or not written_here(record, where):
         return None
     result = lineage.store.get(record.name)
     read = spark.read.format(fmt).options(**as_read.options).load(str(where))
@@ -173,11 +174,7 @@ def write_action(mode: str | None, exists: bool, what: str) -> bool:
 
 def saved_rows(lineage, spark, name: str):
     """Saved result ``name``'s query columns in its own row order, as a DataFrame of ``spark``."""
-    result = lineage.store.get(name)
-    order = "_pos" if "_pos" in result.schema else "_row"
-    columns = ", ".join(map(backquoted, result.query_columns))
-    return spark.sql(f"SELECT {columns} FROM parquet.{backquoted(str(lineage.store.path(result.data)))} "
-                     f"ORDER BY {order}")
+    return spark.sql(lineage.store.ordered_sql(lineage.store.get(name)))
 
 
 def record_write(lineage, name: str, path: str, fmt: str, mode: str | None, partition_by: list[str],
@@ -187,9 +184,8 @@ def record_write(lineage, name: str, path: str, fmt: str, mode: str | None, part
                                                 files))
 
 
-def written_here(lineage, name: str, where: Location) -> bool:
-    """Whether the files at ``where`` are still the rows of result ``name`` dltrace wrote there."""
-    record = WrittenStore(lineage.catalog).all().get(name)
+def written_here(record: Written | None, where: Location) -> bool:
+    """Whether the files at ``where`` are still the rows of ``record``'s result dltrace wrote there."""
     return record is not None and record.path == str(where) and record.files == files_now(where, record.format)
 
 
@@ -249,7 +245,7 @@ def clear_own_table_location(lineage, spark, name: str, table: str) -> None:
     """Before ``saveAsTable(name)`` writes Spark's ``table``: when Spark's catalog does not know
     it but its directory is there because an earlier run of dltrace wrote it (Spark's
     in-memory catalog forgets tables, then refuses the name), remove that directory."""
-    record = next((r for r in WrittenStore(lineage.catalog).all().values() if r.path == name.lower()), None)
+    record = WrittenStore(lineage.catalog).at(name.lower())
     if record is None or not record.location or spark.catalog.tableExists(table):
         return
     where = location(spark_uri_key(record.location), "table")

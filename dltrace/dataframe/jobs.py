@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from dltrace.dataframe import job_files
+from dltrace.dataframe.expressions import decimal_digits
 from dltrace.errors import BadInput, DltraceError, UnsupportedLineage
 from dltrace.registration import Reader
 from dltrace.spark import session_conf
@@ -136,7 +137,8 @@ class JobRun:
         job_files.check_not_a_source(self.lineage, where, path)
         name = job_files.output_name(self.lineage, job_files.table_name(where), str(where))
         frame = connect_frame(writer._df, writer._spark)
-        if (resumed := self.resumed(frame, name)) is not None and job_files.written_here(self.lineage, name, where):
+        written = job_files.WrittenStore(self.lineage.catalog).at(str(where))
+        if (resumed := self.resumed(frame, name)) is not None and job_files.written_here(written, where):
             self.done(resumed)
             return
         if not job_files.write_action(settings.mode, where.exists(), f"writing {path}"):
@@ -269,9 +271,7 @@ def classic_decimal_literals() -> Iterator[None]:
 
     def infer_type(cls, value):
         if isinstance(value, decimal.Decimal) and value.is_finite():
-            digits = value.as_tuple()
-            scale = max(0, -int(digits.exponent))
-            precision = max(len(digits.digits) + max(0, int(digits.exponent)), scale, 1)
+            precision, scale = decimal_digits(value)
             if precision <= MAX_DECIMAL_PRECISION:
                 return DecimalType(precision, scale)
         return earlier.__func__(cls, value)
