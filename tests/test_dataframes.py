@@ -158,12 +158,18 @@ def programs(spark):
             "select n_name, (select count(*) from customer where c_nationkey = n_nationkey) as customers "
             "from nation where not exists (select * from orders where o_custkey = n_nationkey) "
             "and n_regionkey in (select n_regionkey from nation where n_name < 'F')"),
+        "crossJoin-one-row-agg": (  # its lineage a shared copy (rewriter/one_row_join.py)
+            orders.crossJoin(orders.agg(F.avg("o_totalprice").alias("a")))
+                  .where(F.col("o_totalprice") > F.col("a") * 2)
+                  .groupBy("o_orderpriority").agg(F.count("*").alias("n")),
+            "select o_orderpriority, count(*) as n from orders cross join "
+            "(select avg(o_totalprice) as a from orders) t where o_totalprice > t.a * 2 group by o_orderpriority"),
     }
 
 
 PROGRAMS = ["filter-select", "sql-strings", "withColumn-rename-drop", "join-group", "join-using-left", "semi-anti",
             "self-join-alias", "distinct-dropDuplicates", "set-operations", "window-orderBy-limit", "window-frames",
-            "when-cast-isin-na", "spark-sql-inside", "subqueries"]
+            "when-cast-isin-na", "spark-sql-inside", "subqueries", "crossJoin-one-row-agg"]
 
 
 @pytest.mark.parametrize("name", PROGRAMS)

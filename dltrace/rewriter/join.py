@@ -19,7 +19,7 @@ from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
 
 from dltrace.rewriter.base_table import base_table
-from dltrace.rewriter.context import RewriteContext, unsupported
+from dltrace.rewriter.context import ONE_ROW, RewriteContext, unsupported
 from dltrace.rewriter.derived_table import derived_table
 from dltrace.rewriter.keys import single_row_sources
 from dltrace.rewriter.saved_result import saved_result
@@ -30,6 +30,8 @@ JOIN_KINDS = {"", "INNER", "CROSS", "OUTER"}
 
 def source_lineage(source: exp.Expression, scope: Scope, context: RewriteContext) -> tuple[Term, ...]:
     """Lineage of one FROM/JOIN source: a registered table, a saved result, a CTE or a subquery."""
+    if source.meta.get(ONE_ROW):  # its lineage is a shared copy in the SELECT list (one_row_join)
+        return ()
     alias = source.alias_or_name
     inner = scope.sources.get(alias)
     if isinstance(inner, Scope):
