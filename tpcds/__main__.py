@@ -32,7 +32,7 @@ from dltrace.plain import names_read
 from tpch.harness import Figure, Mode, Panel, log, measure, write_report
 
 QUERIES = Path(__file__).resolve().parent / "queries"
-DEFAULT_QUERIES = ("q14", "q23")
+DEFAULT_QUERIES = ("q14", "q23", "q23b")
 
 
 def parser() -> argparse.ArgumentParser:

@@ -3,14 +3,15 @@
 (docs/performance.md, 2026-11-28: 1.3 s and 1.4 s on the demo catalog).  Where these
 readers cannot give what Spark would, they answer None and the caller asks Spark.
 
-**Bad ids** (``bad_ids``): a copied table (``_dl_id`` stored; an in-place table's ids are
-computed as Spark reads it) of fewer than ``KEY_INDEX_MIN_ROWS`` rows, and a predicate made
+**Bad ids** (``bad_ids``): a table of fewer than ``KEY_INDEX_MIN_ROWS`` rows, copied
+(``_dl_id`` stored) or read in place (ids by position, ``impact/in_place.py``, its files
+checked unchanged as Spark's reads check them), and a predicate made
 of comparisons of a column with a literal of its own kind (integers of the column's range;
 strings by equality), IN lists, BETWEEN, IS NULL, AND, OR and NOT: evaluated by pyarrow with
 SQL's three-valued logic (an IN list as ORs of equalities, so that NOT IN over NULL is NULL).
 
-**Base rows** (``base_rows``): a copied table's rows by id, of one data version, whose
-columns are all of types pyarrow gives as Spark does.
+**Base rows** (``base_rows``): a table's rows by id (in place: by position), of one data
+version, whose columns are all of types pyarrow gives as Spark does.
 
 **Stored impact** (``affected_rows``):
 
@@ -37,11 +38,13 @@ from sqlglot import exp
 
 from dltrace.catalog import ID_COLUMN, Catalog
 from dltrace.ids import ROW_BITS
+from dltrace.impact.in_place import ids_where as in_place_ids
+from dltrace.impact.in_place import rows_by_id
 from dltrace.impact.key_index import KEY_INDEX_MIN_ROWS
 from dltrace.impact.source import Source
 from dltrace.result_format import DL, INDEX_ID, ROW, SHARED_ID, SHARED_REFS, SHARED_SET, SavedResult
 from dltrace.result_pages import dataset, every_row, parquet_dataset, plain_types, read, rows_at
-from dltrace.table_data import version_files
+from dltrace.table_data import checked_files
 
 T = TypeVar("T")
 Pairs = tuple[np.ndarray, np.ndarray]  # (row numbers, ids) of equal length, pair by pair
@@ -166,11 +169,17 @@ def bad_ids(catalog: Catalog, source: Source) -> np.ndarray | None:
     entry = catalog.entry(source.table)
     rows = next((old["rows"] for old in entry.previous if old["version"] == source.version), entry.rows)
     schema = entry.version_schema(source.version)
-    if version_files(entry, source.version) or rows >= KEY_INDEX_MIN_ROWS or not schema:
+    if rows >= KEY_INDEX_MIN_ROWS or not schema:
         return None
     condition = arrow_condition(source.predicate, source.table, schema)
     if condition is None:
         return None
+    entry, in_place = checked_files(catalog, source.table, source.version)
+    if in_place:  # ids by position in the files; a predicate on _dl_id is left to Spark
+        read_columns = sorted({schema_name(schema, c.name) for c in source.predicate.find_all(exp.Column)})
+        if None in read_columns or ID_COLUMN in read_columns:
+            return None
+        return in_place_ids(entry.code, in_place, condition, read_columns)
     found = read(parquet_dataset(catalog.data_path(source.table, source.version)), [ID_COLUMN], condition)
     return np.unique(found.column(0).to_numpy().astype(np.int64))
 
@@ -242,6 +251,11 @@ class ArrowCondition:
         return OPERATORS[comparison](ds.field(field), found)
 
 
+def schema_name(schema: dict[str, str], name: str) -> str | None:
+    """The name ``schema`` gives a column (Spark's names are case-insensitive), or None."""
+    return next((column for column in schema if column.lower() == name.lower()), None)
+
+
 def literal_value(node: exp.Expression, kind: str) -> int | str | None:
     """A literal's value for a column of Spark type ``kind``: an integer in that type's range,
     or a string for a string column; None for anything else (Spark would cast)."""
@@ -267,8 +281,11 @@ def base_rows(catalog: Catalog, table: str, versions: list[int] | None, ids: np.
     entry = catalog.entry(table)
     version = (versions or [None])[0]
     schema = entry.version_schema(version)
-    if len(versions or [None]) > 1 or version_files(entry, version) or not schema or not plain_types(schema):
+    if len(versions or [None]) > 1 or not schema or not plain_types(schema):
         return None
+    entry, in_place = checked_files(catalog, table, version)
+    if in_place:
+        return rows_by_id(entry.code, in_place, ids, [c for c in schema if c != ID_COLUMN])
     columns = [ID_COLUMN, *(c for c in schema if c != ID_COLUMN)]
     found = read(parquet_dataset(catalog.data_path(table, version)), columns, ds.field(ID_COLUMN).isin(ids))
     return found.take(pc.sort_indices(found.column(ID_COLUMN)))
