@@ -43,11 +43,12 @@ from dltrace.impact.in_place import rows_by_id
 from dltrace.impact.key_index import KEY_INDEX_MIN_ROWS
 from dltrace.impact.source import Source
 from dltrace.result_format import DL, INDEX_ID, ROW, SHARED_ID, SHARED_REFS, SHARED_SET, SavedResult
-from dltrace.result_pages import dataset, every_row, parquet_dataset, plain_types, read, rows_at
+from dltrace.result_pages import dataset, numbered, parquet_dataset, plain_types, read, rows_at
 from dltrace.table_data import checked_files
 
 T = TypeVar("T")
 Pairs = tuple[np.ndarray, np.ndarray]  # (row numbers, ids) of equal length, pair by pair
+STREAMED_ROWS = 256  # saved rows per batch a search reads: a row's DL may hold a million ids
 
 
 def or_none(read: Callable[..., T]) -> Callable[..., T | None]:
@@ -76,11 +77,10 @@ def affected_rows(store, result: SavedResult, ids: np.ndarray, use_index: bool =
     rows, hit_ids = hit_pairs(store, result, np.asarray(ids, dtype=np.int64), use_index,
                               {} if searched is None else searched)
     hit_rows, starts = np.unique(rows, return_index=True)  # pairs are sorted by row, then id
-    table = rows_at(store, result, hit_rows)
+    table = rows_at(store, result, hit_rows, list(result.columns))  # not their DLs, which may be huge
     narrowed = pa.ListArray.from_arrays(pa.array(np.append(starts, len(rows)), pa.int32()),
                                         pa.array(hit_ids, pa.int64()))
-    kept = [c for c in table.column_names if c not in (DL, SHARED_REFS)]
-    return table.select(kept).append_column(DL, narrowed)
+    return table.append_column(DL, narrowed)
 
 
 def hit_pairs(store, result: SavedResult, ids: np.ndarray, use_index: bool, searched: dict) -> Pairs:
@@ -114,9 +114,7 @@ def id_pairs(store, result: SavedResult, wanted: np.ndarray, use_index: bool) ->
     if use_index and result.index:
         found = read(dataset(store, result.index), [INDEX_ID, ROW], ds.field(INDEX_ID).isin(wanted))
         return found.column(ROW).to_numpy(), found.column(INDEX_ID).to_numpy()
-    rows, ids = exploded(store, result, DL)
-    kept = np.isin(ids, wanted)
-    return rows[kept], ids[kept]
+    return exploded(store, result, DL, wanted)
 
 
 def shared_pairs(store, result: SavedResult, ids: np.ndarray) -> Pairs:
@@ -126,18 +124,31 @@ def shared_pairs(store, result: SavedResult, ids: np.ndarray) -> Pairs:
     found = read(dataset(store, result.shared), [SHARED_SET, SHARED_ID], ds.field(SHARED_ID).isin(ids))
     if not found.num_rows:
         return no_pairs()
-    rows, sets = exploded(store, result, SHARED_REFS)
-    return joined(rows, sets, found.column(SHARED_SET).to_numpy(), found.column(SHARED_ID).to_numpy())
+    sets = found.column(SHARED_SET).to_numpy()
+    rows, named = exploded(store, result, SHARED_REFS, np.unique(sets))
+    return joined(rows, named, sets, found.column(SHARED_ID).to_numpy())
 
 
-def exploded(store, result: SavedResult, column: str) -> Pairs:
-    """``(row, element)`` for each element of list ``column`` (``DL``, ``DL_shared``) of every saved row."""
+def exploded(store, result: SavedResult, column: str, wanted: np.ndarray) -> Pairs:
+    """``(row, element)`` for each element of list ``column`` (``DL``, ``DL_shared``) of a
+    saved row that is one of ``wanted``: read a batch of rows at a time, so that memory holds
+    one batch's lists and the hits, whatever the result's size."""
+    import pyarrow as pa
     import pyarrow.compute as pc
 
-    table = every_row(store, result, [column])
-    lists = table.column(column).combine_chunks()
-    owners = pc.list_parent_indices(lists).to_numpy(zero_copy_only=False)
-    return table.column(ROW).to_numpy()[owners], pc.list_flatten(lists).to_numpy(zero_copy_only=False)
+    found = [no_pairs()]
+    batches = dataset(store, result.data).to_batches(columns=[result.numbering, column], batch_size=STREAMED_ROWS,
+                                                     use_threads=False)
+    for batch in batches:
+        table = numbered(result, pa.Table.from_batches([batch]))
+        lists = table.column(column).combine_chunks()
+        elements = pc.list_flatten(lists).to_numpy(zero_copy_only=False)
+        kept = np.isin(elements, wanted)
+        if kept.any():
+            owners = pc.list_parent_indices(lists).to_numpy(zero_copy_only=False)[kept]
+            found.append((table.column(ROW).to_numpy()[owners], elements[kept]))
+    rows, elements = (np.concatenate(part) for part in zip(*found))
+    return rows.astype(np.int64), elements.astype(np.int64)
 
 
 def joined(rows: np.ndarray, keys: np.ndarray, other_keys: np.ndarray, values: np.ndarray) -> Pairs:
