@@ -144,6 +144,8 @@ CONSTRUCTS = {
                           "where price > 10) t on s.price < t.a",
     "one_row_join_left_from": "select t.m, i.i_name from (select max(num) as m, count(*) as c from sales) t "
                               "left join item i on i.i_id < t.c",
+    "one_row_join_cte": "with m as (select max(num) as top from sales where price > 5) select s.s_id, sum(s.num) as n "
+                        "from sales s, m group by s.s_id, m.top having sum(s.num) > m.top / 10",
 }
 
 

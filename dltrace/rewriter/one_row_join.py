@@ -1,7 +1,8 @@
 """Speed-up rule: the lineage of a one-row aggregate joined to every row is computed once.
 
-A derived table that aggregates without GROUP BY (``(SELECT AVG(num) AS a FROM sales) t``,
-how a DataFrame program writes a scalar: ``df.crossJoin(df.agg(...))``) has one row, and an
+A derived table or CTE that aggregates without GROUP BY (``(SELECT AVG(num) AS a FROM
+sales) t``, how a DataFrame program writes a scalar: ``df.crossJoin(df.agg(...))``; TPC-DS
+q23's ``max_store_sales`` joined to the sales it bounds) has one row, and an
 inner join gives that row to every row of the join.  By the join rule each of them carries
 its whole lineage, every id the aggregate read: a GROUP BY above then unions the same large
 set once per joined row (the square of the table's size for an average over it).
@@ -15,7 +16,7 @@ on the same rows: every row of the join has the derived table's one row, and a r
 HAVING that filtered it out would have none.  (The derived table keeps its lineage
 column, which nothing reads: Spark prunes it.)
 
-It applies to a derived table whose query is an uncorrelated, deterministic SELECT that
+It applies to a derived table or CTE whose query is an uncorrelated, deterministic SELECT that
 aggregates without GROUP BY, window, LIMIT or OFFSET, read by a SELECT with no RIGHT or
 FULL join where it is the FROM or an inner or cross join (on the preserved side).
 
@@ -49,9 +50,28 @@ def one_row_join(expression: exp.Expression, context: RewriteContext) -> exp.Exp
         candidates = [from_.this] if from_ is not None else []
         candidates += [join.this for join in joins if not join.side and join.kind.upper() in ("", "INNER", "CROSS")]
         for source in candidates:
-            if isinstance(source, exp.Subquery) and _one_row(source.this):
-                _share(select, source, context)
+            body = _body(source)
+            if body is not None and _one_row(body):
+                _share(select, source, body)
     return expression
+
+
+def _body(source: exp.Expression) -> exp.Expression | None:
+    """The query a FROM source reads: a derived table's, or the CTE's it names (the nearest
+    WITH that defines the name, not a recursive one)."""
+    if isinstance(source, exp.Subquery):
+        return source.this
+    if not isinstance(source, exp.Table) or source.args.get("db"):
+        return None
+    node = source.parent
+    while node is not None:
+        with_ = node.args.get("with_") if isinstance(node, exp.Query) else None
+        if with_ is not None:
+            for cte in with_.expressions:
+                if cte.alias_or_name.lower() == source.name.lower():
+                    return None if with_.args.get("recursive") else cte.this
+        node = node.parent
+    return None
 
 
 def _one_row(query: exp.Expression) -> bool:
@@ -72,8 +92,8 @@ def _one_row(query: exp.Expression) -> bool:
     return True
 
 
-def _share(select: exp.Select, source: exp.Subquery, context: RewriteContext) -> None:
+def _share(select: exp.Select, source: exp.Expression, body: exp.Select) -> None:
     taken = {e.alias_or_name for e in select.expressions}
     number = next(n for n in range(len(taken) + 1) if f"{COPY_ALIAS}{n}" not in taken)
-    place_copy(select, source.this, "expressions", f"{COPY_ALIAS}{number}", context)
+    place_copy(select, body, "expressions", f"{COPY_ALIAS}{number}")
     source.meta[ONE_ROW] = True

@@ -114,7 +114,8 @@ def _copy_subqueries(select: exp.Select, context: RewriteContext) -> None:
             continue
         if _always_empty(query, select) and not query.meta.get(WHOLE_INPUT):
             continue
-        copy = place_copy(select, query, clause, f"{COPY_ALIAS}{index}", context)
+        query.meta[COPY_OF] = next(context.copy_numbers)
+        copy = place_copy(select, query, clause, f"{COPY_ALIAS}{index}")
         if query.meta.get(WHOLE_INPUT):
             copy.set("where", None)
         for inner in list(copy.find_all(exp.Select)):  # the copy itself first, then its inner queries
@@ -122,11 +123,9 @@ def _copy_subqueries(select: exp.Select, context: RewriteContext) -> None:
                 _copy_subqueries(inner, context)
 
 
-def place_copy(select: exp.Select, query: exp.Expression, clause: str, name: str,
-               context: RewriteContext) -> exp.Expression:
+def place_copy(select: exp.Select, query: exp.Expression, clause: str, name: str) -> exp.Expression:
     """Put a lineage copy of ``query`` (``clause``: where it stands) in ``select``'s SELECT
-    list as ``name``, and return it."""
-    query.meta[COPY_OF] = next(context.copy_numbers)
+    list as ``name``, and return it (it keeps ``query``'s meta, ``COPY_OF`` included)."""
     copy = query.copy()
     copy.meta[SKIP] = False
     copy.meta[CLAUSE] = clause
