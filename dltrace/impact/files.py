@@ -3,7 +3,7 @@
 (docs/performance.md, 2026-11-28: 1.3 s and 1.4 s on the demo catalog).  Where these
 readers cannot give what Spark would, they answer None and the caller asks Spark.
 
-**Bad ids** (``bad_ids``): a table of fewer than ``KEY_INDEX_MIN_ROWS`` rows, copied
+**Bad ids** (``bad_ids``): a table of at most ``ARROW_SCAN_MAX_ROWS`` rows, copied
 (``_dl_id`` stored) or read in place (ids by position, ``impact/in_place.py``, its files
 checked unchanged as Spark's reads check them), and a predicate made
 of comparisons of a column with a literal of its own kind (integers of the column's range;
@@ -40,7 +40,6 @@ from dltrace.catalog import ID_COLUMN, Catalog
 from dltrace.ids import ROW_BITS
 from dltrace.impact.in_place import ids_where as in_place_ids
 from dltrace.impact.in_place import rows_by_id
-from dltrace.impact.key_index import KEY_INDEX_MIN_ROWS
 from dltrace.impact.source import Source
 from dltrace.result_format import DL, INDEX_ID, ROW, SHARED_ID, SHARED_REFS, SHARED_SET, SavedResult
 from dltrace.result_pages import dataset, numbered, parquet_dataset, plain_types, read, rows_at
@@ -48,6 +47,9 @@ from dltrace.table_data import checked_files
 
 T = TypeVar("T")
 Pairs = tuple[np.ndarray, np.ndarray]  # (row numbers, ids) of equal length, pair by pair
+# the bad ids of a table up to this size are found by scanning the predicate's columns (about
+# a second for 100M rows of one column); Spark, its key index, beyond
+ARROW_SCAN_MAX_ROWS = 100_000_000
 STREAMED_ROWS = 256  # saved rows per batch a search reads: a row's DL may hold a million ids
 
 
@@ -180,7 +182,7 @@ def bad_ids(catalog: Catalog, source: Source) -> np.ndarray | None:
     entry = catalog.entry(source.table)
     rows = next((old["rows"] for old in entry.previous if old["version"] == source.version), entry.rows)
     schema = entry.version_schema(source.version)
-    if rows >= KEY_INDEX_MIN_ROWS or not schema:
+    if rows > ARROW_SCAN_MAX_ROWS or not schema:
         return None
     condition = arrow_condition(source.predicate, source.table, schema)
     if condition is None:
