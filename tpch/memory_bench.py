@@ -59,7 +59,6 @@ def build(rows: int, groups: int, root: Path = Path("data")) -> Path:
     session.register("events", events)
     session.save(session.sql("select g, count(*) as n, sum(v) as total from events group by g"), "wide")
     session.save(session.sql("select k, g, v from events"), "narrow")
-    session.spark.stop()
     return catalog
 
 

@@ -50,7 +50,10 @@ Pairs = tuple[np.ndarray, np.ndarray]  # (row numbers, ids) of equal length, pai
 # the bad ids of a table up to this size are found by scanning the predicate's columns (about
 # a second for 100M rows of one column); Spark, its key index, beyond
 ARROW_SCAN_MAX_ROWS = 100_000_000
-STREAMED_ROWS = 256  # saved rows per batch a search reads: a row's DL may hold a million ids
+# a search reads the saved rows a batch at a time: about this many bytes of DLs (a row's DL
+# may hold a million ids, or one)
+STREAMED_BYTES = 32 << 20
+MOST_STREAMED_ROWS = 1 << 17
 
 
 def or_none(read: Callable[..., T]) -> Callable[..., T | None]:
@@ -139,8 +142,9 @@ def exploded(store, result: SavedResult, column: str, wanted: np.ndarray) -> Pai
     import pyarrow.compute as pc
 
     found = [no_pairs()]
-    batches = dataset(store, result.data).to_batches(columns=[result.numbering, column], batch_size=STREAMED_ROWS,
-                                                     use_threads=False)
+    parts = dataset(store, result.data)
+    batches = parts.to_batches(columns=[result.numbering, column], batch_size=rows_per_batch(parts, column),
+                               use_threads=False)
     for batch in batches:
         table = numbered(result, pa.Table.from_batches([batch]))
         lists = table.column(column).combine_chunks()
@@ -151,6 +155,19 @@ def exploded(store, result: SavedResult, column: str, wanted: np.ndarray) -> Pai
             found.append((table.column(ROW).to_numpy()[owners], elements[kept]))
     rows, elements = (np.concatenate(part) for part in zip(*found))
     return rows.astype(np.int64), elements.astype(np.int64)
+
+
+def rows_per_batch(parts, column: str) -> int:
+    """Rows of a batch that holds about ``STREAMED_BYTES`` of ``column`` (as the first row
+    group of the files has it): a few rows of huge DLs, many of small ones."""
+    for fragment in parts.get_fragments():
+        for number in range(fragment.metadata.num_row_groups):
+            group = fragment.metadata.row_group(number)
+            size = sum(group.column(c).total_uncompressed_size for c in range(group.num_columns)
+                       if group.column(c).path_in_schema.split(".")[0] == column)
+            if group.num_rows:
+                return int(min(MOST_STREAMED_ROWS, max(1, STREAMED_BYTES * group.num_rows // max(size, 1))))
+    return MOST_STREAMED_ROWS
 
 
 def joined(rows: np.ndarray, keys: np.ndarray, other_keys: np.ndarray, values: np.ndarray) -> Pairs:
