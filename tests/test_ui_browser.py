@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import shutil
 import threading
 import time
@@ -168,3 +169,60 @@ def test_bad_input_is_one_line_in_the_page(page, url, shots):
     page.screenshot(path=str(shots / "ui-error.png"))
     page.goto(url + "#/result/nosuch")
     expect(error).to_contain_text("no saved result 'nosuch'")
+
+
+def first_cells(page) -> list[int]:
+    return [int(t) for t in page.locator("table.rows tbody tr:not(.gap) td:first-child").all_inner_texts()]
+
+
+def test_a_filter_finds_rows_and_a_header_sorts_them(page, url, demo):
+    """``column = value`` without quotes finds the rows; a header click sorts them, again the other way."""
+    page.goto(url + "#/result/custrev")
+    expect(page.locator("table.rows tbody tr")).to_have_count(100)
+    assert re.fullmatch(r"\w+ = \S+", page.locator("#filter").get_attribute("placeholder"))
+    page.fill("#filter", "c_nationkey = 7")
+    page.click("#filter-run")
+    rows = demo.result("custrev").where("c_nationkey = 7")
+    expected = [r["_row"] for r in rows.orderBy("_row").collect()]
+    expect(page.locator("#matched")).to_have_text(f"{len(expected)} of 1000 rows match")
+    expect(page.locator("table.rows tbody tr")).to_have_count(len(expected))
+    assert first_cells(page) == expected
+    for descending in (False, True):
+        page.locator("th.sortable[data-column=revenue]").click()
+        expect(page.locator("th.sortable[data-column=revenue]")).to_contain_text("▼" if descending else "▲")
+        order = rows.orderBy(rows.revenue.desc() if descending else rows.revenue.asc(), "_row")
+        expect(page.locator("table.rows tbody tr td:first-child").first).to_have_text(str(order.first()["_row"]))
+        assert first_cells(page) == [r["_row"] for r in order.collect()]
+    expect(page.locator("#filter")).to_have_value("c_nationkey = 7")  # the filter stays while sorting
+    page.fill("#filter", "c_custkey = = 1")
+    page.click("#filter-run")
+    expect(page.locator("#error")).to_contain_text("filter: the predicate does not parse")
+
+
+def test_a_tables_rows_are_found_and_lead_to_an_impact(page, url, demo):
+    page.goto(url)
+    page.locator("svg#graph g.node[data-name=nation]").click()
+    expect(page.locator("h2").first).to_contain_text("Table nation")
+    expect(page.locator("table.rows tbody tr")).to_have_count(25)
+    assert page.locator("#filter").get_attribute("placeholder") == "n_nationkey = 0"  # its key, its first row
+    page.fill("#filter", "n_name = GERMANY")
+    page.click("#filter-run")
+    expect(page.locator("table.rows tbody tr")).to_have_count(1)
+    page.locator("table.rows button.touched").click()
+    expect(page.locator("#source")).to_have_value(re.compile(r"nation WHERE _dl_id = \d+"))
+    expect(page.locator(".impact-result[data-result=natrev] h3")).to_contain_text("natrev: 1 affected rows")
+
+
+def test_examples_come_from_the_catalog_and_wide_tables_scroll_in_their_frame(page, url, demo):
+    page.set_viewport_size({"width": 700, "height": 800})
+    page.goto(url)
+    expect(page.locator("svg#graph g.node")).to_have_count(len(demo.catalog.tables) + 2)
+    assert page.locator("#source").get_attribute("placeholder") == "customer WHERE c_custkey = 1"
+    page.goto(url + "#/table/orders")
+    frame = page.locator(".frame").first
+    expect(frame.locator("table.rows tbody tr")).to_have_count(100)
+    assert page.evaluate("document.documentElement.scrollWidth <= innerWidth")  # the page is as wide as the window
+    assert frame.evaluate("f => f.scrollWidth > f.clientWidth")  # the table scrolls inside its frame
+    page.goto(url + "#/why/natrev/0")
+    expect(page.locator(".source-table").first).to_be_visible()
+    expect(page.locator("#lineage-on")).to_have_attribute("placeholder", "year(o_orderdate), o_orderstatus")

@@ -1,6 +1,6 @@
 """The lineage explorer's answers as JSON-ready values, from the Python API, and read from
-the catalog's files by pyarrow where they give what Spark would: a result's pages
-(``dltrace.result_pages``), why a row is what it is and impacts (``explain`` and ``impact``
+the catalog's files by pyarrow where they give what Spark would: the pipeline, why a row is
+what it is and impacts (pages of rows are ``ui.pages``'s) (``explain`` and ``impact``
 with ``from_files``, as the command line reads them, ``dltrace.impact.files``).
 
 Each function takes a ``LineageSession`` opened for this one request (so a catalog changed
@@ -20,35 +20,17 @@ import threading
 import warnings
 from dataclasses import asdict
 
-import numpy as np
-
-from dltrace import result_pages
 from dltrace.errors import BadInput
 from dltrace.formatting import plain_value
-from dltrace.ids import ROW_BITS
 from dltrace.impact import ImpactWarning, explain, impact
 from dltrace.plain import names_read
 from dltrace.result_pages import columns_of, records
 from dltrace.results import DL, ROW
+from dltrace.ui.pages import key_example
+from dltrace.ui.values import page_bounds, value
 
-JS_SAFE = 2 ** 53  # JavaScript's numbers hold integers exactly up to here; ids and bigints go past it
-MAX_PAGE = 5000  # rows per page at most: a page is read into the server's memory and the browser's
 IMPACT_SHOWN = 200  # affected rows shown per result; the export has them all
 RECORDING_WARNINGS = threading.Lock()  # one impact's warnings recorded at a time (_impact_frames)
-
-
-def value(v):
-    """A value for the page: JSON-friendly (``plain_value``), an integer past 2^53 as text.
-
-    >>> value(7), value(2 ** 60), value([1, 2 ** 60]), value({"n": 2 ** 60})
-    (7, '1152921504606846976', [1, '1152921504606846976'], {'n': '1152921504606846976'})
-    """
-    v = plain_value(v)
-    if isinstance(v, int) and not isinstance(v, bool) and abs(v) >= JS_SAFE:
-        return str(v)
-    if isinstance(v, list):
-        return [value(x) for x in v]
-    return {k: value(x) for k, x in v.items()} if isinstance(v, dict) else v
 
 
 def pipeline(session) -> dict:
@@ -59,7 +41,8 @@ def pipeline(session) -> dict:
     views = session.views()
     stale = session.stale_results()
     nodes = [{"id": name, "kind": "table", "rows": entry.rows, "version": entry.version, "key": entry.key,
-              "source": entry.source, "registered_at": entry.registered_at, "columns": list(entry.schema)}
+              "source": entry.source, "registered_at": entry.registered_at, "columns": list(entry.schema),
+              "example": key_example(session, name)}
              for name, entry in sorted(tables.items())]
     edges = []
     for name, result in sorted(saved.items()):
@@ -75,71 +58,6 @@ def pipeline(session) -> dict:
         edges += [{"from": source, "to": name} for source in read]
     return {"catalog": str(session.catalog.directory), "version": session.catalog.version, "nodes": nodes,
             "edges": edges, "stale": stale}
-
-
-def page_bounds(offset: int, limit: int) -> tuple[int, int]:
-    """A page's bounds, checked: bad ones are bad input.
-
-    >>> page_bounds(0, 100)
-    (0, 100)
-    >>> page_bounds(-1, 10)
-    Traceback (most recent call last):
-    dltrace.errors.BadInput: offset must be 0 or more (got -1)
-    """
-    if offset < 0:
-        raise BadInput(f"offset must be 0 or more (got {offset})")
-    if not 1 <= limit <= MAX_PAGE:
-        raise BadInput(f"limit must be between 1 and {MAX_PAGE} (got {limit})")
-    return offset, limit
-
-
-def counts_by_table(session, ids) -> dict[str, int]:
-    """``{table: how many of ids are its rows}``, in table-code order."""
-    codes, counts = np.unique(np.asarray(ids, dtype=np.int64) >> ROW_BITS, return_counts=True)
-    return {session.catalog.table_of_code(int(code)): int(n) for code, n in zip(codes, counts)}
-
-
-def result_rows(session, name: str, offset: int, limit: int) -> dict:
-    """A page of saved result ``name``: each row's ``_row``, values and DL as a count per table,
-    read by pyarrow from the saved files (``result_pages``: no Spark job, no JVM), or by Spark
-    for columns only Spark reads as it shows them."""
-    offset, limit = page_bounds(offset, limit)
-    saved = session.store.get(name)
-    numbers = np.arange(offset, min(offset + limit, saved.rows), dtype=np.int64)
-    if not len(numbers):
-        page = []
-    elif result_pages.readable_without_spark(saved):
-        table = result_pages.rows_at(session.store, saved, numbers)
-        rows = table.select([ROW, *saved.columns]).to_pylist()
-        lineages = result_pages.whole_lineages(session.store, saved, table)
-        page = [{"_row": record.pop(ROW), "values": {k: value(v) for k, v in record.items()},
-                 "dl": counts_by_table(session, ids)} for record, ids in zip(rows, lineages)]
-    else:
-        page = spark_page(session, saved, offset, limit)
-    return {"result": saved.name, "columns": list(saved.columns), "total": saved.rows, "offset": offset,
-            "limit": limit, "rows": page, "stale": session.stale_results().get(saved.name)}
-
-
-def spark_page(session, saved, offset: int, limit: int) -> list[dict]:
-    """The rows of a page read with Spark; the counts are computed by Spark next to the rows,
-    so a row's ids never travel."""
-    from pyspark.sql import functions as F
-
-    # result(name)'s rows without its ORDER BY (a sort is one more Spark job; the page is sorted here);
-    # first, as Spark's column functions need a running Spark
-    rows = session.store.lineage_rows(session.spark, saved)
-    codes = F.transform(F.col(DL), lambda x: F.shiftright(x, ROW_BITS))
-    per_code = F.transform(F.array_distinct(codes), lambda c: F.struct(
-        c.alias("code"), F.size(F.filter(F.col(DL), lambda x: F.shiftright(x, ROW_BITS) == c)).alias("n")))
-    frame = (rows.where(F.col(ROW).between(offset, offset + limit - 1))
-             .select(ROW, *[F.col(f"`{c}`") for c in saved.columns], per_code.alias("__dl_counts")))
-    page = []
-    for row in sorted(frame.collect(), key=lambda r: r[ROW]):
-        record = row.asDict(recursive=False)
-        counts = sorted((c["code"], c["n"]) for c in record.pop("__dl_counts") or [])
-        page.append({"_row": record.pop(ROW), "values": {k: value(v) for k, v in record.items()},
-                     "dl": {session.catalog.table_of_code(code): n for code, n in counts}})
-    return page
 
 
 def why(session, name: str, row: int, limit: int) -> dict:
