@@ -400,3 +400,32 @@ def test_a_result_saved_while_the_page_is_open_shows_in_the_next_answer_and_its_
             if demo.store.exists(name):
                 demo.drop_result(name)
     assert client.get("/api/results/toporders").status_code == 404
+
+
+def test_why_reads_a_pages_source_rows_only_and_impacts_keep_their_bad_ids(client, demo, monkeypatch):
+    """A DL of 75,000 ids: its page counts them per table, its why reads 20 source rows of each
+    table, not all; an impact asked result after result finds the bad ids once."""
+    from dltrace.impact import files, search
+
+    demo.save(demo.sql("select count(*) as n from lineitem join orders on l_orderkey = o_orderkey"), "alllines")
+    try:
+        tables = demo.catalog.tables
+        page = get(client, "/api/results/alllines")
+        assert page["rows"][0]["dl"] == {t: tables[t].rows for t in sorted(("lineitem", "orders"),
+                                                                           key=lambda t: tables[t].code)}
+        read, found = [], []
+        base_rows = files.base_rows
+        monkeypatch.setattr(files, "base_rows", lambda *a: read.append(len(a[3])) or base_rows(*a))
+        why = get(client, "/api/results/alllines/0/why", limit=20)
+        assert why["ids"]["lineitem"] == tables["lineitem"].rows and len(why["tables"]["lineitem"]["rows"]) == 20
+        assert read and max(read) <= 20
+        bad_ids = search.bad_ids
+        monkeypatch.setattr(search, "bad_ids", lambda *a, **k: found.append(1) or bad_ids(*a, **k))
+        source = "orders WHERE o_orderkey = 7"
+        one = {name: get(client, "/api/impact", source=source, result=name)["results"][name]
+               for name in ("custrev", "natrev", "alllines")}
+        assert found == [1]
+        expected = demo.impact(source)
+        assert {name: r["count"] for name, r in one.items()} == {name: f.count() for name, f in expected.items()}
+    finally:
+        demo.drop_result("alllines")

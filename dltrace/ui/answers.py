@@ -22,11 +22,12 @@ from dataclasses import asdict
 
 from dltrace.errors import BadInput
 from dltrace.formatting import plain_value
-from dltrace.impact import ImpactWarning, explain, impact
+from dltrace.impact import ImpactWarning, explain, impact, parse_source, search
+from dltrace.impact.search import warn_if_stale
 from dltrace.plain import names_read
 from dltrace.result_pages import columns_of, records
 from dltrace.results import DL, ROW
-from dltrace.ui.pages import key_example
+from dltrace.ui.pages import Remember, computed, key_example
 from dltrace.ui.values import page_bounds, value
 
 IMPACT_SHOWN = 200  # affected rows shown per result; the export has them all
@@ -49,7 +50,8 @@ def pipeline(session) -> dict:
         nodes.append({"id": name, "kind": "result", "rows": result.rows, "stamp": result.stamp,
                       "created_at": result.created_at, "semantics": result.semantics, "query": result.query,
                       "inputs": {**{t: f"v{v}" for t, v in result.tables.items()}, **dict(result.results)},
-                      "stale": stale.get(name), "columns": list(result.columns)})
+                      "stale": stale.get(name), "columns": list(result.columns),
+                      "lineage_tables": sorted(result.lineage_tables)})
         edges += [{"from": source, "to": name} for source in [*result.tables, *result.results]]
     known = set(tables) | set(saved) | set(views)
     for name, query in sorted(views.items()):
@@ -64,25 +66,26 @@ def why(session, name: str, row: int, limit: int) -> dict:
     """Why row ``row`` of ``name`` is what it is, but its summary: how many ids each table
     gave, the saved results it went through, and the first page of its source rows per table."""
     saved = session.store.get(name)
-    explained = explain(session, saved.name, row, from_files=True)
+    explained = explain(session, saved.name, row, from_files=True, page=(0, limit))
     return {"result": saved.name, "row": row, "ids": dict(explained.ids), "through": session.store.upstream(saved.name),
-            "tables": {table: _page(frame, explained.ids[table], 0, limit) for table, frame in explained.items()}}
+            "tables": {table: _page(frame, explained.ids[table], 0) for table, frame in explained.items()}}
 
 
 def sources(session, name: str, row: int, table: str, offset: int, limit: int) -> dict:
     """One page of the source rows of ``table`` behind row ``row`` of ``name``."""
     offset, limit = page_bounds(offset, limit)
-    explained = explain(session, name, row, from_files=True)
+    explained = explain(session, name, row, from_files=True, page=(offset, limit))
     if table not in explained:
         have = ", ".join(explained) or "none"
         raise BadInput(f"row {row} of {name.lower()} has no source rows in table '{table}' (it has: {have})")
-    return {"table": table, **_page(explained[table], explained.ids[table], offset, limit)}
+    return {"table": table, **_page(explained[table], explained.ids[table], offset)}
 
 
-def _page(frame, total: int, offset: int, limit: int) -> dict:
-    """Rows ``offset`` to ``offset + limit`` of an explained table (ordered by ``_dl_id``)."""
+def _page(frame, total: int, offset: int) -> dict:
+    """A page of an explained table's rows (``explain``'s ``page``, ordered by ``_dl_id``),
+    ``offset`` on of its ``total``."""
     return {"columns": columns_of(frame), "total": total, "offset": offset,
-            "rows": [{k: value(v) for k, v in r.items()} for r in records(frame, offset, limit)]}
+            "rows": [{k: value(v) for k, v in r.items()} for r in records(frame)]}
 
 
 def summary(session, name: str, row: int, k: int) -> dict:
@@ -127,11 +130,13 @@ def granules(session, name: str, row: int, on: str) -> dict:
     return {"on": expressions, "tables": found}
 
 
-def affected_rows(session, source: str, result: str | None, shown: int = IMPACT_SHOWN) -> dict:
+def affected_rows(session, source: str, result: str | None, shown: int = IMPACT_SHOWN,
+                  remember: Remember = computed) -> dict:
     """The rows ``source`` ("TABLE WHERE PREDICATE") affected, per saved result (or in
     ``result`` alone): how many, and the first ``shown`` by ``_row`` with their DL narrowed to
-    the bad ids."""
-    answer, said = _impact_frames(session, source, result)
+    the bad ids.  The bad ids of one result's answer are kept (``remember``) for the next's:
+    the page asks result after result, to show how far it got."""
+    answer, said = _impact_frames(session, source, result, remember)
     results = {}
     for name, frame in answer.items():
         rows = [{**a, "DL": value(a["DL"]), "values": value(a["values"])} for a in _affected(frame)]
@@ -145,7 +150,7 @@ def impact_export(session, source: str, result: str | None, fmt: str) -> str:
     (``result,_row,<every result's columns>,DL`` with DL as space-separated ids)."""
     if fmt not in ("csv", "json"):
         raise BadInput(f"export format must be csv or json (got '{fmt}')")
-    answer, _ = _impact_frames(session, source, result)
+    answer, _ = _impact_frames(session, source, result, computed)
     lines = [{"result": name, "_row": a["_row"], **a["values"], "DL": a["DL"]}
              for name, frame in answer.items() for a in _affected(frame)]
     if fmt == "json":
@@ -159,7 +164,7 @@ def impact_export(session, source: str, result: str | None, fmt: str) -> str:
     return out.getvalue()
 
 
-def _impact_frames(session, source: str, result: str | None) -> tuple[dict, list[str]]:
+def _impact_frames(session, source: str, result: str | None, remember: Remember) -> tuple[dict, list[str]]:
     """``{result: affected rows}`` and the warnings the answer came with (one line each).
     Recorded one impact at a time: ``catch_warnings`` swaps the process's warning state (not
     per thread before Python 3.14), and impacts read from the files run side by side."""
@@ -167,9 +172,20 @@ def _impact_frames(session, source: str, result: str | None) -> tuple[dict, list
         raise BadInput("give a source: TABLE WHERE PREDICATE, e.g. orders WHERE o_orderkey = 1")
     with RECORDING_WARNINGS, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ImpactWarning)
-        answer = impact(session, source, result=result or None, from_files=True)
-    frames = answer if isinstance(answer, dict) else {session.store.get(result).name: answer}
+        frames = _in_one(session, source, result, remember) if result else impact(session, source, from_files=True)
     return frames, [str(w.message) for w in caught if issubclass(w.category, ImpactWarning)]
+
+
+def _in_one(session, text: str, result: str, remember: Remember) -> dict:
+    """``{result: its affected rows}``, as ``impact(..., result=result)`` answers, the bad ids
+    kept by the source's text and its table's data."""
+    source = parse_source(text, session.catalog)
+    saved = session.store.get(result)
+    warn_if_stale(session, saved, source, "stored")
+    entry = session.catalog.entry(source.table)
+    key = ("bad ids", session.catalog.version, entry.version, entry.registered_at, source.text)
+    ids = remember(key, lambda: search.bad_ids(session, source, from_files=True))
+    return {saved.name: search.stored_impact(session, source, saved, from_files=True, ids=ids)}
 
 
 def _affected(frame) -> list[dict]:

@@ -313,7 +313,9 @@ async def granules(request: Request) -> Response:
 @checked
 async def impact(request: Request) -> Response:
     source, result = request.query_params.get("source", ""), request.query_params.get("result")
-    return await answer(request, lambda s: answers.affected_rows(s, source, result), files_first=True)
+    explorer: Explorer = request.app.state.explorer
+    return await answer(request, lambda s: answers.affected_rows(s, source, result, remember=explorer.cached_page),
+                        files_first=True)
 
 
 @checked

@@ -33,8 +33,12 @@ def computed(key: tuple, compute: Callable[[], np.ndarray]) -> np.ndarray:
 
 
 def counts_by_table(session, ids) -> dict[str, int]:
-    """``{table: how many of ids are its rows}``, in table-code order."""
-    codes, counts = np.unique(np.asarray(ids, dtype=np.int64) >> ROW_BITS, return_counts=True)
+    """``{table: how many of ids (sorted, distinct) are its rows}``, in table-code order: the
+    runs of one code in sorted ids, counted without a sort (a DL may hold millions)."""
+    codes = np.asarray(ids, dtype=np.int64) >> ROW_BITS
+    starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]]) if len(codes) else np.array([], dtype=np.int64)
+    counts = np.diff(np.r_[starts, len(codes)])
+    codes = codes[starts]
     return {session.catalog.table_of_code(int(code)): int(n) for code, n in zip(codes, counts)}
 
 

@@ -186,7 +186,10 @@ function pager(total, offset, limit, go) {
 // ---- the pipeline view: the graph, its stale marks, and impact questions highlighted on it ----
 
 function layout(graph) {
-  // layers by longest path from a source; nodes of a layer in name order
+  // Layers by longest path from a source. An edge that spans layers passes each layer between
+  // in a lane of its own, a slot no box takes, and bends only in the gaps between layers, so
+  // that no edge passes behind a box. Each layer is ordered by the mean place of what feeds
+  // it (name order first), which keeps edges short and few of them crossed.
   const inputs = {};
   graph.nodes.forEach(n => { inputs[n.id] = []; });
   graph.edges.forEach(e => { if (inputs[e.to] && inputs[e.from]) inputs[e.to].push(e.from); });
@@ -200,12 +203,54 @@ function layout(graph) {
   };
   graph.nodes.forEach(n => depthOf(n.id, new Set()));
   const layers = [];
-  graph.nodes.forEach(n => { (layers[depth[n.id]] = layers[depth[n.id]] || []).push(n); });
+  const item = {}; // node id -> its slot
+  graph.nodes.forEach(n => { (layers[depth[n.id]] = layers[depth[n.id]] || []).push(item[n.id] = {node: n, feeds: []}); });
+  const edges = graph.edges.filter(e => item[e.from] && item[e.to]).map(e => ({...e, lanes: []}));
+  for (const e of edges) {
+    let previous = item[e.from];
+    for (let x = depth[e.from] + 1; x < depth[e.to]; x++) { // a lane in each layer it passes
+      const lane = {feeds: [previous]};
+      layers[x].push(lane);
+      e.lanes.push(lane);
+      previous = lane;
+    }
+    if (depth[e.to] > depth[e.from]) item[e.to].feeds.push(previous);
+  }
+  const W = 240, H = 54, GAPX = 80, GAPY = 16, LANE = 14;
+  const place = new Map();
+  layers.forEach(layer => {
+    const mean = it => it.feeds.length ? it.feeds.reduce((sum, f) => sum + place.get(f), 0) / it.feeds.length : -1;
+    layer.map((it, k) => [mean(it), k, it]).sort((a, b) => a[0] - b[0] || a[1] - b[1])
+      .forEach(([, , it], k) => { layer[k] = it; place.set(it, k); });
+  });
   const at = {};
-  const W = 240, H = 54, GAPX = 80, GAPY = 16;
-  layers.forEach((layer, x) => layer.forEach((n, y) => { at[n.id] = {x: 10 + x * (W + GAPX), y: 10 + y * (H + GAPY)}; }));
-  const height = 20 + Math.max(...layers.map(l => l.length)) * (H + GAPY);
-  return {at, W, H, width: 20 + layers.length * (W + GAPX), height};
+  let height = 0;
+  layers.forEach((layer, x) => {
+    let y = 10;
+    for (const it of layer) {
+      it.x = 10 + x * (W + GAPX);
+      it.y = y;
+      if (it.node) at[it.node.id] = {x: it.x, y};
+      y += it.node ? H + GAPY : LANE;
+    }
+    height = Math.max(height, y + 10);
+  });
+  const routes = edges.map(e => ({from: e.from, to: e.to, d: edgePath(at[e.from], e.lanes, at[e.to], W, H, LANE)}));
+  return {at, W, H, width: 20 + layers.length * (W + GAPX), height, routes};
+}
+
+function edgePath(a, lanes, b, W, H, LANE) {
+  // from a box's right side, through its lanes (straight across their layers), to b's left side;
+  // each bend a curve within the gap between two layers
+  const points = [[a.x + W, a.y + H / 2], ...lanes.flatMap(l => [[l.x, l.y + LANE / 2], [l.x + W, l.y + LANE / 2]]),
+                  [b.x, b.y + H / 2]];
+  let d = `M${points[0][0]},${points[0][1]}`;
+  for (let i = 0; i + 1 < points.length; i += 2) {
+    const [[x1, y1], [x2, y2]] = [points[i], points[i + 1]], mid = (x1 + x2) / 2;
+    d += ` C${mid},${y1} ${mid},${y2} ${x2},${y2}`;
+    if (i + 2 < points.length) d += ` L${points[i + 2][0]},${points[i + 2][1]}`;
+  }
+  return d;
 }
 
 function nodeLabel(n) {
@@ -216,7 +261,7 @@ function nodeLabel(n) {
 
 function drawGraph(graph, hits) {
   const NS = "http://www.w3.org/2000/svg";
-  const {at, W, H, width, height} = layout(graph);
+  const {at, W, H, width, height, routes} = layout(graph);
   const svg = document.createElementNS(NS, "svg");
   svg.setAttribute("width", width);
   svg.setAttribute("height", height);
@@ -227,12 +272,7 @@ function drawGraph(graph, hits) {
     parent.append(node);
     return node;
   };
-  for (const e of graph.edges) {
-    const a = at[e.from], b = at[e.to];
-    if (!a || !b) continue;
-    const x1 = a.x + W, y1 = a.y + H / 2, x2 = b.x, y2 = b.y + H / 2, mid = (x1 + x2) / 2;
-    make("path", {class: "edge", d: `M${x1},${y1} C${mid},${y1} ${mid},${y2} ${x2},${y2}`}, svg);
-  }
+  for (const r of routes) make("path", {class: "edge", d: r.d, "data-from": r.from, "data-to": r.to}, svg);
   for (const n of graph.nodes) {
     const p = at[n.id];
     const hit = hits && hits[n.id] !== undefined && hits[n.id] > 0;
@@ -296,13 +336,52 @@ async function pipelineView(params) {
       name: n.id, kind: n.kind, rows: n.rows ?? "", status: n.stale ? `STALE: ${n.stale}` : (n.kind === "view" ? "" : "current"),
       "version or save": n.kind === "table" ? `v${n.version}` : n.kind === "result" ? n.stamp : ""})),
       {onRow: r => { if (r.kind !== "view") location.hash = `#/${r.kind}/${encodeURIComponent(r.name)}`; }}));
-  if (params.get("source")) {
+  if (params.get("source")) await impactInSteps(graph, params, graphBox, answerBox);
+}
+
+function hitsOf(answer) {
+  return Object.fromEntries(Object.entries(answer.results).map(([n, r]) => [n, r.count]));
+}
+
+async function impactInSteps(graph, params, graphBox, answerBox) {
+  // Asked result after result (the server keeps the bad ids for the next), so that the page
+  // shows how far it got, each answer as it comes, and Cancel stops what is left.
+  const source = params.get("source");
+  const table = ((source.match(/^\s*([A-Za-z_]\w*)/) || [])[1] || "").toLowerCase();
+  const reached = graph.nodes.filter(n => n.kind === "result" && (n.lineage_tables || []).includes(table));
+  const targets = params.get("result") ? [params.get("result")] : reached.map(n => n.id);
+  if (!targets.length) { // no result to search: the server says why, or that nothing is reached
     const answer = await settle(api(`/api/impact?${params}`, "tracing the source rows forward"));
-    if (!answer) return;
-    const hits = Object.fromEntries(Object.entries(answer.results).map(([n, r]) => [n, r.count]));
-    graphBox.replaceChildren(drawGraph(graph, hits));
-    answerBox.replaceChildren(impactAnswer(answer, params));
+    if (answer) answerBox.replaceChildren(impactAnswer(answer, params));
+    return;
   }
+  const merged = {source, results: {}, warnings: []};
+  const bar = el("progress", {max: targets.length, value: 0});
+  const said = el("span", {id: "impact-status"});
+  const cancel = el("button", {id: "impact-cancel", onclick: () => { if (inFlight) inFlight.abort(); inFlight = null; }},
+                    "Cancel");
+  const progress = el("div", {id: "impact-progress", class: "pager"}, bar, said, cancel);
+  answerBox.replaceChildren(progress);
+  for (const [i, name] of targets.entries()) {
+    said.textContent = `searching ${name}: ${i} of ${targets.length} results searched`;
+    let answer;
+    try {
+      answer = await api(`/api/impact?${new URLSearchParams({source, result: name})}`, `tracing the source rows into ${name}`);
+    } catch (error) {
+      const cancelled = error.name === "AbortError";
+      said.textContent = `${cancelled ? "cancelled" : "stopped"}: ${i} of ${targets.length} results searched`;
+      cancel.remove();
+      showError(cancelled ? "cancelled: the server stopped its Spark work for it" : error.message);
+      return;
+    }
+    Object.assign(merged.results, answer.results);
+    answer.warnings.forEach(w => { if (!merged.warnings.includes(w)) merged.warnings.push(w); });
+    bar.value = i + 1;
+    graphBox.replaceChildren(drawGraph(graph, hitsOf(merged)));
+    answerBox.replaceChildren(progress, impactAnswer(merged, params));
+  }
+  said.textContent = `all ${targets.length} results searched`;
+  cancel.remove();
 }
 
 function impactAnswer(answer, params) {
@@ -410,12 +489,14 @@ async function whyView(name, row) {
     el("h2", {}, `Why row ${row} of `, el("a", {href: `#/result/${encodeURIComponent(name)}`}, name)),
     el("h3", {}, "Summary"), summaryBox, sourcesBox, reasonsBox,
     el("h3", {}, "Its lineage on attribute values"), onForm, granulesBox);
-  const summary = await settle(api(`${base}/summary`, "summarizing its lineage"));
-  if (summary) summaryBox.replaceChildren(...summary.tables.map(t => el("div", {class: "summary-table"},
-    el("p", {}, el("b", {}, t.table), `: ${t.lineage_rows} of its ${t.table_rows} rows`),
-    el("ol", {}, t.patterns.map(p => el("li", {}, el("span", {class: "pattern"}, p.predicate),
-      ` recall ${(100 * p.recall).toFixed(1)}% (${p.lineage_rows} rows), precision ${(100 * p.precision).toFixed(1)}% (of ${p.table_rows} table rows)`))),
-    el("p", {class: "note"}, `together they cover ${(100 * t.covered).toFixed(1)}% of its lineage rows`))));
+  // its source rows (a page per table, read from the files) are asked beside its summary (Spark's work), not after it
+  const summarized = settle(api(`${base}/summary`, "summarizing its lineage")).then(summary => {
+    if (summary) summaryBox.replaceChildren(...summary.tables.map(t => el("div", {class: "summary-table"},
+      el("p", {}, el("b", {}, t.table), `: ${t.lineage_rows} of its ${t.table_rows} rows`),
+      el("ol", {}, t.patterns.map(p => el("li", {}, el("span", {class: "pattern"}, p.predicate),
+        ` recall ${(100 * p.recall).toFixed(1)}% (${p.lineage_rows} rows), precision ${(100 * p.precision).toFixed(1)}% (of ${p.table_rows} table rows)`))),
+      el("p", {class: "note"}, `together they cover ${(100 * t.covered).toFixed(1)}% of its lineage rows`))));
+  });
   const answer = await settle(api(`${base}/why?limit=${SOURCE_PAGE}`, "reading its source rows"));
   if (!answer) return;
   show(sourcesBox, 
@@ -426,6 +507,7 @@ async function whyView(name, row) {
     ...Object.entries(answer.tables).map(([table, page]) => sourceTable(base, table, page)));
   const most = Object.keys(answer.tables).sort((a, b) => answer.ids[b] - answer.ids[a])[0];
   if (most) on.placeholder = groupingExample(answer.tables[most]); // of the table that gave most rows
+  await summarized; // then its reasons, Spark's work too (done one request at a time)
   const reasons = await settle(api(`${base}/reasons`, "re-running its UDFs in reasoning mode"));
   if (reasons && reasons.reasons.length) reasonsBox.replaceChildren(el("h3", {}, "Reasons"),
     ...reasons.reasons.map(r => el("div", {}, el("p", {}, `${r.call}: ${r.invocations} invocations on its lineage`),
