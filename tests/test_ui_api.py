@@ -429,3 +429,16 @@ def test_why_reads_a_pages_source_rows_only_and_impacts_keep_their_bad_ids(clien
         assert {name: r["count"] for name, r in one.items()} == {name: f.count() for name, f in expected.items()}
     finally:
         demo.drop_result("alllines")
+
+
+def test_kept_row_orders_stay_within_their_bytes(monkeypatch):
+    """Row orders and bad ids are numpy arrays of 8 bytes a row: the oldest go past CACHED_BYTES."""
+    import numpy as np
+
+    from dltrace.ui import app as ui_app
+
+    monkeypatch.setattr(ui_app, "CACHED_BYTES", 1000)
+    explorer = ui_app.Explorer("/nonexistent")
+    for k in range(5):
+        explorer.cached_page(("order", k), lambda: np.zeros(50, dtype=np.int64))  # 400 bytes each
+    assert list(explorer.pages) == [("order", 3), ("order", 4)]

@@ -48,6 +48,7 @@ LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "::1"]
 DISCONNECT_POLL = 0.2  # seconds between checks that the client still waits for an answer
 INTERRUPT_AGAIN = 0.5  # seconds between interruptions of a cancelled request's Spark work until it ends
 CACHED_PAGES = 64  # result pages and row orders kept: a save never changes (a new save has a new stamp)
+CACHED_BYTES = 256 << 20  # at most this much in numpy arrays kept (row orders, bad ids: 8 bytes a row)
 
 
 class Cancelled(Exception):
@@ -126,7 +127,8 @@ class Explorer:
         page = compute()
         with self._pages_lock:
             self.pages[key] = page
-            while len(self.pages) > CACHED_PAGES:
+            while len(self.pages) > CACHED_PAGES or (
+                    len(self.pages) > 1 and sum(getattr(p, "nbytes", 0) for p in self.pages.values()) > CACHED_BYTES):
                 self.pages.popitem(last=False)
         return page
 
