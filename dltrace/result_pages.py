@@ -83,6 +83,11 @@ def rows_at(store, result: SavedResult, rows: np.ndarray, columns: list[str] | N
     return table.take(pc.sort_indices(table.column(ROW)))
 
 
+def every_row(store, result: SavedResult, columns: list[str]):
+    """``_row`` and ``columns`` of every saved row, in file order: a pyarrow Table."""
+    return numbered(result, read(dataset(store, result.data), [result.numbering, *columns]))
+
+
 def dataset(store, relative: str):
     """A saved file (a directory of Parquet parts) of the catalog, as a pyarrow dataset."""
     return parquet_dataset(store.path(relative))
