@@ -16,7 +16,10 @@ explain of a wide row.  Reported per command: wall time, the peak of the summed 
 memory of the process and all its descendants (``/proc``, sampled every 20 ms: a JVM it
 starts is counted), whether a JVM started, and whether the answer is right: the affected
 rows and their narrowed DLs, and the explained ids, against DuckDB over the same Parquet
-files.  Writes ``memory.md`` and ``memory.png`` under ``--out``.
+files.  Then ``dltrace ui`` is started cold and asked as its page asks: a page of each
+result, why of a wide row, impact on each result: each request's seconds, and the peak of
+the server's process tree (its JVM included) over all of them.  Writes ``memory.md`` and
+``memory.png`` under ``--out``.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ import sys
 import threading
 import time
 from pathlib import Path
+from urllib.parse import quote
+from urllib.request import urlopen
 
 from dltrace import LineageSession
 from dltrace.table_data import duckdb_rows_sql
@@ -152,6 +157,66 @@ COMMANDS = {
 }
 
 
+EXPLORER = {  # the explorer's requests as the page makes them, in this order, on one server
+    "explorer: page of wide": "/api/results/wide?offset=0&limit=100",
+    "explorer: page of narrow": "/api/results/narrow?offset=0&limit=1000",
+    "explorer: why of wide row 0": "/api/results/wide/0/why?limit=50",
+    "explorer: impact on wide": f"/api/impact?source={quote(f'events WHERE k = {BAD_KEY}')}&result=wide",
+    "explorer: impact on narrow": f"/api/impact?source={quote(f'events WHERE k = {BAD_KEY}')}&result=narrow",
+}
+
+
+def explorer(catalog: Path) -> dict[str, dict]:
+    """``dltrace ui`` started cold, each request of ``EXPLORER`` timed; the peak memory of the
+    server's process tree (its JVM included) from its start to the last answer."""
+    env = {**{k: v for k, v in os.environ.items() if k not in ("SPARK_REMOTE", "SPARK_MASTER")},
+           "DLTRACE_SERVER": "off"}
+    server = subprocess.Popen([sys.executable, "-m", "dltrace", "ui", "--port", "0", "--catalog", str(catalog)],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+    peak, jvm, stop = [0], [False], threading.Event()
+
+    def sample() -> None:
+        while not stop.is_set():
+            tree = descendants(server.pid)
+            peak[0] = max(peak[0], sum(resident_kib(pid) for pid in tree))
+            jvm[0] = jvm[0] or any(command_name(pid) == "java" for pid in tree)
+            time.sleep(0.02)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        address = server.stdout.readline().split(" at ")[-1].strip()
+        found = {}
+        for name, path in EXPLORER.items():
+            started = time.perf_counter()
+            with urlopen(address.split("?")[0].rstrip("/") + path, timeout=600) as response:
+                body = response.read()
+            found[name] = {"seconds": time.perf_counter() - started, "body": json.loads(body)}
+        return {name: {**r, "peak_mib": peak[0] / 1024, "jvm": jvm[0]} for name, r in found.items()}
+    finally:
+        stop.set()
+        sampler.join()
+        server.terminate()
+        server.wait()
+
+
+def explorer_right(name: str, body: dict, truth: dict, groups: int) -> bool:
+    """Each explorer answer against DuckDB's: pages list every row's DL count, why gives
+    the group's events, impact the bad event's row with DL narrowed to its id."""
+    if name.startswith("explorer: page"):
+        sizes = [row["dl"]["events"] for row in body["rows"]]
+        wide = body["result"] == "wide"
+        return body["total"] == (groups if wide else sum(truth["sizes"].values())) and all(
+            size == (truth["sizes"][row["values"]["g"]] if wide else 1) for size, row in zip(sizes, body["rows"]))
+    if name.startswith("explorer: why"):
+        events = body["tables"]["events"]
+        return events["total"] == truth["sizes"][events["rows"][0]["g"]] == body["ids"]["events"]
+    (answer,) = body["results"].values()
+    (row,) = answer["rows"]
+    key = "g" if "wide" in name else "k"
+    return row["DL"] == [truth["bad_id"]] and row["values"][key] == (truth["bad_group"] if key == "g" else BAD_KEY)
+
+
 def report(rows: int, groups: int, results: dict[str, dict]) -> str:
     lines = [f"{rows:,} events registered in place; `wide`: {groups} rows of {rows // groups:,} ids each; "
              f"`narrow`: {rows:,} rows of one id; each command a new process, no server\n",
@@ -202,6 +267,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name}: {results[name]['seconds']:.2f} s, {results[name]['peak_mib']:,.0f} MiB, "
               f"JVM {'yes' if results[name]['jvm'] else 'no'}, right {results[name]['right']}",
               file=sys.stderr, flush=True)
+    for name, found in explorer(catalog).items():
+        results[name] = {**found, "right": explorer_right(name, found["body"], truth, args.groups)}
+        print(f"{name}: {found['seconds']:.2f} s", file=sys.stderr, flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
     text = report(args.rows, args.groups, results)
     (args.out / "memory.md").write_text(text + "\n![memory](memory.png)\n")
