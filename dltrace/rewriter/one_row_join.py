@@ -23,7 +23,7 @@ FULL join where it is the FROM or an inner or cross join (on the preserved side)
 >>> from dltrace.rewriter import rewrite_sql, PAPER_SCHEMA
 >>> print(rewrite_sql("SELECT s.s_id, COUNT(*) AS n FROM sales s CROSS JOIN (SELECT AVG(num) AS a FROM sales) t "
 ...                   "WHERE s.num > t.a GROUP BY s.s_id", PAPER_SCHEMA))
-SELECT s.s_id AS s_id, COUNT(*) AS n, SORT_ARRAY(ARRAY_DISTINCT(CONCAT(COLLECT_SET(s._dl_id), (SELECT SORT_ARRAY(COLLECT_LIST(sales._dl_id)) AS __dl FROM sales AS sales)))) AS DL FROM sales AS s INNER JOIN (SELECT AVG(sales.num) AS a, COLLECT_LIST(sales._dl_id) AS __dl0 FROM sales AS sales) AS t WHERE s.num > t.a GROUP BY s.s_id
+SELECT s.s_id AS s_id, COUNT(*) AS n, SORT_ARRAY(ARRAY_DISTINCT(CONCAT(COLLECT_LIST(s._dl_id), (SELECT SORT_ARRAY(COLLECT_LIST(sales._dl_id)) AS __dl FROM sales AS sales)))) AS DL FROM sales AS s INNER JOIN (SELECT AVG(sales.num) AS a, COLLECT_LIST(sales._dl_id) AS __dl0 FROM sales AS sales) AS t WHERE s.num > t.a GROUP BY s.s_id
 """  # noqa: E501
 
 from __future__ import annotations
