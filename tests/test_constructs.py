@@ -144,6 +144,11 @@ CONSTRUCTS = {
                           "where price > 10) t on s.price < t.a",
     "one_row_join_left_from": "select t.m, i.i_name from (select max(num) as m, count(*) as c from sales) t "
                               "left join item i on i.i_id < t.c",
+    # a derived table that filters one table by an EXISTS, merged into its SELECT
+    # (rewriter/filtered_tables.py), then joined there (exists_join)
+    "exists_in_derived_table": "select d.s_name, count(*) as c from store d, (select s.s_id as k, s.t_id from sales "
+                               "s left semi join item i on i.i_id = s.i_id and i.category <> 'clothing') x "
+                               "where x.k = d.s_id group by d.s_name",
     "one_row_join_cte": "with m as (select max(num) as top from sales where price > 5) select s.s_id, sum(s.num) as n "
                         "from sales s, m group by s.s_id, m.top having sum(s.num) > m.top / 10",
 }

@@ -401,3 +401,17 @@ def test_q21_semi_and_anti_joins_keep_the_plain_plans_equi_joins(frames):
     assert "NestedLoopJoin" not in physical_plan(frame)
     for semantics in ("control", "data"):
         assert "NestedLoopJoin" not in physical_plan(frames.trace(frame, semantics)), semantics
+
+
+def test_q21_semi_join_in_a_derived_table_is_joined_after_the_other_joins(frames):
+    """Merged into the SELECT that joins it (rewriter/filtered_tables.py), Q21's semi join is
+    joined by ``exists_join`` where the other joins have kept only their rows, as the SQL
+    form's EXISTS is: one SELECT reads nation, supplier, orders and lineitem twice."""
+    from sqlglot import exp
+
+    from tpch.dataframe_queries import QUERIES
+
+    lineage = frames.lineage_expression(frames.dataframe_sql(QUERIES["q21"](frames.frames)))
+    (grouped,) = [s for s in lineage.find_all(exp.Select) if s.parent and s.parent.alias_or_name == "__dlexists"]
+    read = sorted(t.name for t in grouped.find_all(exp.Table) if t.find_ancestor(exp.Select) is grouped)
+    assert read == ["lineitem", "lineitem", "lineitem", "nation", "orders", "supplier"]
