@@ -158,12 +158,22 @@ def programs(spark):
             "select n_name, (select count(*) from customer where c_nationkey = n_nationkey) as customers "
             "from nation where not exists (select * from orders where o_custkey = n_nationkey) "
             "and n_regionkey in (select n_regionkey from nation where n_name < 'F')"),
+        # rows the program writes carry no ids: a lookup joined to a table, a range grouped with one
+        "local-rows": (
+            nation.join(spark.createDataFrame([(0, "zero"), (1, "one"), (4, None)], "k int, label string"),
+                        F.col("n_regionkey") == F.col("k")).select("n_name", "label"),
+            "select n_name, label from nation join values (0, 'zero'), (1, 'one'), (4, cast(null as string)) "
+            "as v(k, label) on n_regionkey = k"),
+        "range": (
+            spark.range(1, 6, 2).join(nation, F.col("id") == F.col("n_regionkey"), "left")
+                 .groupBy("id").agg(F.count("n_name").alias("n")),
+            "select id, count(n_name) as n from range(1, 6, 2) left join nation on id = n_regionkey group by id"),
     }
 
 
 PROGRAMS = ["filter-select", "sql-strings", "withColumn-rename-drop", "join-group", "join-using-left", "semi-anti",
             "self-join-alias", "distinct-dropDuplicates", "set-operations", "window-orderBy-limit", "window-frames",
-            "when-cast-isin-na", "spark-sql-inside", "subqueries"]
+            "when-cast-isin-na", "spark-sql-inside", "subqueries", "local-rows", "range"]
 
 
 @pytest.mark.parametrize("name", PROGRAMS)
@@ -232,8 +242,6 @@ def values_bag(rows) -> Counter:
 
 @pytest.mark.parametrize("operator, build", [
     ("sample", lambda s: s.table("orders").sample(0.5)),
-    ("createDataFrame", lambda s: s.createDataFrame([(1,)], "x int")),
-    ("spark.range", lambda s: s.range(3)),
     ("mapInPandas", lambda s: s.table("nation").mapInPandas(lambda it: it, "n_nationkey long")),
     ("spark.read", lambda s: s.read.parquet(str(ROOT / "data" / "tpch-sf0.01" / "nation.parquet"))),
     ("explode", lambda s: s.table("nation").selectExpr("explode(array(1, 2)) as x")),
@@ -244,6 +252,27 @@ def test_operators_without_exact_lineage_are_refused(frames, operator, build):
     assert operator.split(".")[-1].lower() in str(refused.value).lower() or isinstance(refused.value,
                                                                                    UnsupportedLineage)
     assert "\n" not in str(refused.value)
+
+
+def test_local_rows_keep_their_values_and_types_and_carry_no_ids(frames):
+    """createDataFrame of local data of every kind of column: the traced rows are the
+    program's, with its types, and each DL is empty (rows of the program, not of a source)."""
+    import datetime as dt
+    from decimal import Decimal
+
+    schema = ("i int, b bigint, d double, m decimal(12,3), s string, f boolean, day date, at timestamp, "
+              "bytes binary, xs array<int>, st struct<a:int,`b c`:string>, kv map<string,int>")
+    rows = [(1, 2**40, float("nan"), Decimal("-12.345"), "it's \\ \"q\"", True, dt.date(1969, 12, 31),
+             dt.datetime(2024, 2, 29, 23, 59, 58, 123456), b"\x00\xff", [1, None], (1, "x"), {"k": 1}),
+            (None, None, float("-inf"), None, None, None, None, None, None, [], None, {})]
+    frame = frames.frames.createDataFrame(rows, schema)
+    traced = frames.trace(frame)
+    assert traced.drop("DL").schema.simpleString() == frame.schema.simpleString()  # (VALUES infers nullability)
+    assert [repr(r) for r in traced.drop("DL").collect()] == [repr(r) for r in frame.collect()]  # NaN too
+    assert [list(r.DL) for r in traced.collect()] == [[], []]
+    empty = frames.frames.createDataFrame([], "x int, y string")
+    assert frames.trace(empty).drop("DL").schema.simpleString() == empty.schema.simpleString()
+    assert frames.trace(empty).count() == 0
 
 
 def test_a_saved_dataframe_step_composes_like_a_sql_pipeline(frames):

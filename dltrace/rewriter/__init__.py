@@ -47,6 +47,7 @@ from dltrace.rewriter.exists_join import exists_join
 from dltrace.rewriter.grouped_value_join import grouped_value_join
 from dltrace.rewriter.inequality_split import inequality_split
 from dltrace.rewriter.join import join
+from dltrace.rewriter.literal_rows import literal_rows
 from dltrace.rewriter.output import DL, SharedLineage, output
 from dltrace.rewriter.projection import projection
 from dltrace.rewriter.qualify import parse, qualify
@@ -94,8 +95,8 @@ RULES: tuple[Phase, ...] = (
     # CTE at the rows it groups (a speed-up).
     Phase("prepare", (qualify, refuse_unsupported, number_instances, distinct_set_operations, semi_anti_join,
                       distinct, exists_join, subquery_copies, ungrouped_copies)),
-    # Per scope, innermost first: the sources' lineage (base tables, saved results, subqueries,
-    # CTEs, outer joins), WHERE subqueries before grouping (a correlated aggregate and its
+    # Per scope, innermost first: the sources' lineage (literal rows: none; base tables, saved
+    # results, subqueries, CTEs, outer joins), WHERE subqueries before grouping (a correlated aggregate and its
     # copy from one grouped join, a speed-up), aggregation, HAVING and SELECT-list
     # subqueries after it (a COUNT(DISTINCT) beside collected lineage counted as a set, a
     # speed-up), windows, then the SELECT list exposes the lineage to the enclosing
@@ -109,8 +110,8 @@ RULES: tuple[Phase, ...] = (
     # the split needs).
     Phase(
         "scopes",
-        (join, subquery_condition, grouped_value_join, aggregate, distinct_count, subquery_value, window, projection,
-         union_all, mark_subsuming_copies, surviving_groups, copy_lineage, hoist_uncorrelated_copies,
+        (literal_rows, join, subquery_condition, grouped_value_join, aggregate, distinct_count, subquery_value, window,
+         projection, union_all, mark_subsuming_copies, surviving_groups, copy_lineage, hoist_uncorrelated_copies,
          semi_join_reduction, inequality_split),
         per_scope=True,
     ),

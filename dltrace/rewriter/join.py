@@ -22,6 +22,7 @@ from dltrace.rewriter.base_table import base_table
 from dltrace.rewriter.context import RewriteContext, unsupported
 from dltrace.rewriter.derived_table import derived_table
 from dltrace.rewriter.keys import single_row_sources
+from dltrace.rewriter.literal_rows import is_literal_function
 from dltrace.rewriter.saved_result import saved_result
 from dltrace.rewriter.terms import Term
 
@@ -29,7 +30,10 @@ JOIN_KINDS = {"", "INNER", "CROSS", "OUTER"}
 
 
 def source_lineage(source: exp.Expression, scope: Scope, context: RewriteContext) -> tuple[Term, ...]:
-    """Lineage of one FROM/JOIN source: a registered table, a saved result, a CTE or a subquery."""
+    """Lineage of one FROM/JOIN source: a registered table, a saved result, a CTE, a subquery
+    or literal rows (``range``: none)."""
+    if is_literal_function(source):
+        return ()
     alias = source.alias_or_name
     inner = scope.sources.get(alias)
     if isinstance(inner, Scope):

@@ -31,6 +31,7 @@ from sqlglot.optimizer.qualify import qualify as sqlglot_qualify
 from dltrace.errors import BadInput, SqlSyntaxError, UnknownColumn, UnknownTable
 from dltrace.rewriter.context import RewriteContext, unsupported
 from dltrace.rewriter.dialect import SPARK
+from dltrace.rewriter.literal_rows import is_literal_function, name_range_column
 
 RESERVED_OUTPUT = "dl"
 MISSING_KEYWORD = re.compile(r"Required keyword: '(\w+)' missing for <class '(?:\w+\.)*(\w+)'>")
@@ -95,8 +96,11 @@ def qualify_against_catalog(expression: exp.Expression, schemas: dict[str, dict[
     """Qualify ``expression`` with the catalog's schemas; unknown tables and columns are errors."""
     cte_names = {cte.alias_or_name.lower() for cte in expression.find_all(exp.CTE)}
     for table in expression.find_all(exp.Table):
-        if not isinstance(table.this, exp.Identifier):  # range(10), explode(...): rows of no table
-            raise unsupported(table, "a table-valued function (its rows have no ids to trace)")
+        if is_literal_function(table):  # range(10): literal rows (literal_rows)
+            name_range_column(table)
+            continue
+        if not isinstance(table.this, exp.Identifier):  # explode(...) in FROM, a UDTF
+            raise unsupported(table, "a table-valued function in FROM (but range)")
         name = table.name.lower()
         if table.args.get("db") or (name not in schemas and name not in cte_names):
             full = table.sql(dialect=SPARK).split(" AS ")[0]

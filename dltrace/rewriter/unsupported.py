@@ -20,7 +20,6 @@ from dltrace.rewriter.context import RewriteContext, unsupported
 REFUSED: tuple[tuple[type[exp.Expression], str], ...] = (
     (exp.Lateral, "LATERAL / LATERAL VIEW"),
     (exp.Pivot, "PIVOT / UNPIVOT"),
-    (exp.Values, "a VALUES list"),
     (exp.TableSample, "TABLESAMPLE"),
     (exp.Explode, "a generator function (explode)"),
     (exp.Unnest, "UNNEST"),
