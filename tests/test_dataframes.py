@@ -66,6 +66,7 @@ def programs(spark):
     from pyspark.sql.window import Window
 
     orders, customer, nation = spark.table("orders"), spark.table("customer"), spark.table("nation")
+    region = spark.table("region")
     lineitem = spark.table("lineitem")
     recent = Window.partitionBy("o_custkey").orderBy(F.desc("o_orderdate"), "o_orderkey")
     by_customer = Window.partitionBy("o_custkey").orderBy("o_orderdate", "o_orderkey")
@@ -168,12 +169,30 @@ def programs(spark):
             spark.range(1, 6, 2).join(nation, F.col("id") == F.col("n_regionkey"), "left")
                  .groupBy("id").agg(F.count("n_name").alias("n")),
             "select id, count(n_name) as n from range(1, 6, 2) left join nation on id = n_regionkey group by id"),
+        # a generated row's lineage is its input row's: generators in select and withColumn
+        "explode-split-grouped": (
+            nation.select("n_name", F.explode(F.split("n_comment", " ")).alias("word")).groupBy("word").count(),
+            "select word, count(*) as count from nation lateral view explode(split(n_comment, ' ')) g as word "
+            "group by word"),
+        "posexplode-named-and-not": (
+            region.select("r_name", F.posexplode(F.array("r_regionkey", F.length("r_name"))).alias("p", "v"))
+                  .select("r_name", "p", "v", F.posexplode(F.array("p", "v"))),
+            "select r_name, p, v, posexplode(array(p, v)) from (select r_name, p, v from region lateral view "
+            "posexplode(array(r_regionkey, length(r_name))) g as p, v)"),
+        "explode-outer-inline-json": (
+            region.withColumn("w", F.explode_outer(F.filter(F.array("r_regionkey"), lambda x: x > 2)))
+                  .select("r_name", "w", F.inline(F.array(F.struct(F.col("w").alias("a"), F.lit("x").alias("b")))))
+                  .select("r_name", "w", "a", F.json_tuple(F.concat(F.lit('{"k": "'), "b", F.lit('"}')), "k")),
+            "select r_name, w, a, json_tuple(concat('{\"k\": \"', b, '\"}'), 'k') from (select r_name, w, a, b "
+            "from region lateral view outer explode(filter(array(r_regionkey), x -> x > 2)) g as w lateral view "
+            "inline(array(named_struct('a', w, 'b', 'x'))) h as a, b)"),
     }
 
 
 PROGRAMS = ["filter-select", "sql-strings", "withColumn-rename-drop", "join-group", "join-using-left", "semi-anti",
             "self-join-alias", "distinct-dropDuplicates", "set-operations", "window-orderBy-limit", "window-frames",
-            "when-cast-isin-na", "spark-sql-inside", "subqueries", "local-rows", "range"]
+            "when-cast-isin-na", "spark-sql-inside", "subqueries", "local-rows", "range", "explode-split-grouped",
+            "posexplode-named-and-not", "explode-outer-inline-json"]
 
 
 @pytest.mark.parametrize("name", PROGRAMS)
@@ -244,7 +263,6 @@ def values_bag(rows) -> Counter:
     ("sample", lambda s: s.table("orders").sample(0.5)),
     ("mapInPandas", lambda s: s.table("nation").mapInPandas(lambda it: it, "n_nationkey long")),
     ("spark.read", lambda s: s.read.parquet(str(ROOT / "data" / "tpch-sf0.01" / "nation.parquet"))),
-    ("explode", lambda s: s.table("nation").selectExpr("explode(array(1, 2)) as x")),
 ])
 def test_operators_without_exact_lineage_are_refused(frames, operator, build):
     with pytest.raises(BadInput) as refused:

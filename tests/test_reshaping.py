@@ -42,9 +42,53 @@ CASES = {
     "range_join": (
         "select r.id, s.t_id from range(1, 3) as r join sales s on s.s_id = r.id",
         "select r.id, s.t_id, [s._dl_id] from range(1, 3) as r(id) join base_sales s on s.s_id = r.id"),
+    "lateral_view_explode": (
+        "select t_id, e from sales lateral view explode(array(price, num)) g as e",
+        "select t_id, unnest([price, num]), [_dl_id] from base_sales"),
+    "lateral_view_outer_empty": (
+        "select s_name, e from store lateral view outer explode(filter(array(s_id), x -> x > 2)) g as e",
+        "select s_name, e, [_dl_id] from base_store left join lateral (select unnest(list_filter([s_id], x -> x > 2)) "
+        "as e) on true"),
+    "posexplode_after_join": (
+        "select s.t_id, d.s_name, p, v from sales s join store d on s.s_id = d.s_id "
+        "lateral view posexplode(array(s.price, s.num)) g as p, v",
+        "select s.t_id, d.s_name, g.p, g.v, [d._dl_id, s._dl_id] from base_sales s join base_store d "
+        "on s.s_id = d.s_id, lateral (select generate_subscripts([s.price, s.num], 1) - 1 as p, "
+        "unnest([s.price, s.num]) as v) g"),
+    "explode_split_string": (
+        "select t_id, explode(split(concat(price, ',', num), ',')) as part from sales",
+        "select t_id, unnest(string_split(price || ',' || num, ',')), [_dl_id] from base_sales"),
+    "posexplode_unnamed": (
+        "select t_id, posexplode(array(price, num)) from sales",
+        "select t_id, generate_subscripts([price, num], 1) - 1, unnest([price, num]), [_dl_id] from base_sales"),
+    "explode_outer_in_select": (
+        "select s_name, explode_outer(filter(array(s_id, s_id + 10), x -> x > 3)) as e from store",
+        "select s_name, e, [_dl_id] from base_store left join lateral (select unnest(list_filter([s_id, s_id + 10], "
+        "x -> x > 3)) as e) on true"),
+    "distinct_explode_grouped": (
+        "select distinct explode(array(s_id, i_id)) as id from sales",
+        "select e, list(distinct _dl_id) from base_sales, unnest([s_id, i_id]) as g(e) group by e"),
+    "explode_grouped_outside": (
+        "select e, count(*) as n from (select explode(array(price % 3, num % 3)) as e from sales) x group by e",
+        "select e, count(*), list(distinct _dl_id) from base_sales, unnest([price % 3, num % 3]) as g(e) group by e"),
+    "explode_over_aggregate": (
+        "select s_id, explode(collect_list(num)) as n from sales group by s_id",
+        "select s_id, unnest(ns), ids from (select s_id, list(num) as ns, list(_dl_id) as ids from base_sales "
+        "group by s_id)"),
+    "inline": (
+        "select t_id, a, b from sales lateral view inline(array(named_struct('a', price, 'b', num), "
+        "named_struct('a', num, 'b', price))) g as a, b",
+        "select t_id, unnest([price, num]), unnest([num, price]), [_dl_id] from base_sales"),
+    "stack": (
+        "select s_name, stack(2, city, state) as (place) from store",
+        "select s_name, unnest([city, state]), [_dl_id] from base_store"),
+    "json_tuple": (
+        "select s_name, k from store lateral view json_tuple(concat('{\"a\": \"', city, '\"}'), 'a') j as k",
+        "select s_name, city, [_dl_id] from base_store"),
 }
 # what DuckDB cannot run as Spark wrote it (range's column is range there): no completeness check
-NO_ORACLE = {"range_join"}
+NO_ORACLE = {"range_join", "posexplode_after_join", "lateral_view_outer_empty", "posexplode_unnamed",
+             "explode_outer_in_select", "inline", "stack", "json_tuple", "explode_over_aggregate"}
 
 
 @pytest.fixture(scope="module")

@@ -26,6 +26,7 @@ from sqlglot import exp
 
 from dltrace.dataframe.as_written import as_written
 from dltrace.dataframe.expressions import split_identifier
+from dltrace.dataframe.generators import select_generating
 from dltrace.dataframe.local_rows import local_rows, range_rows
 from dltrace.dataframe.missing import drop_na, fill_na
 from dltrace.dataframe.scope import SIMPLE_NAME, Column, Frame, Scope, unique_name
@@ -194,7 +195,7 @@ class PlanTranslator:
         child = self.relation(project.input)
         scope = Scope(self, [child])
         items = [item for e in project.expressions for item in scope.select_item(e)]
-        return self.select(scope, items)
+        return select_generating(self, scope, items, message)
 
     def _filter(self, filter_, message) -> Frame:
         child = self.relation(filter_.input)
@@ -216,7 +217,7 @@ class PlanTranslator:
                 items[same[0]] = (value, Column(name, ""))
             else:
                 items.append((value, Column(name, "")))
-        return self.select(scope, items)
+        return select_generating(self, scope, items, message)
 
     def _with_columns_renamed(self, renamed, message) -> Frame:
         frame = self.relation(renamed.input)

@@ -44,6 +44,7 @@ from dltrace.rewriter.distinct import distinct
 from dltrace.rewriter.distinct_count import distinct_count
 from dltrace.rewriter.distinct_set_operations import distinct_set_operations
 from dltrace.rewriter.exists_join import exists_join
+from dltrace.rewriter.generator import generator
 from dltrace.rewriter.grouped_value_join import grouped_value_join
 from dltrace.rewriter.inequality_split import inequality_split
 from dltrace.rewriter.join import join
@@ -87,14 +88,15 @@ class Phase:
 RULES: tuple[Phase, ...] = (
     # The whole query, before any scope is rewritten.  qualify first: every rule relies on
     # qualified columns and expanded stars.  Then refuse what cannot be traced, on the query as
-    # written; number table occurrences before copies duplicate them; turn constructs into
+    # written; write SELECT-list generators as the LATERAL VIEWs Spark plans them as (before
+    # DISTINCT becomes GROUP BY); number table occurrences before copies duplicate them; turn constructs into
     # equivalent ones the scope rules know (distinct set operations and SEMI/ANTI joins into
     # EXISTS and DISTINCT, DISTINCT into GROUP BY); under control semantics join an EXISTS
     # the plan is better off joining (a speed-up); then copy the expression subqueries, which
     # must see every subquery the earlier rules made, and point a copy over all of a grouped
     # CTE at the rows it groups (a speed-up).
-    Phase("prepare", (qualify, refuse_unsupported, number_instances, distinct_set_operations, semi_anti_join,
-                      distinct, exists_join, subquery_copies, ungrouped_copies)),
+    Phase("prepare", (qualify, refuse_unsupported, generator, number_instances, distinct_set_operations,
+                      semi_anti_join, distinct, exists_join, subquery_copies, ungrouped_copies)),
     # Per scope, innermost first: the sources' lineage (literal rows: none; base tables, saved
     # results, subqueries, CTEs, outer joins), WHERE subqueries before grouping (a correlated aggregate and its
     # copy from one grouped join, a speed-up), aggregation, HAVING and SELECT-list

@@ -33,6 +33,8 @@ prepared and read later:
   (set by ``subquery_copies`` and ``distinct_set_operations``); ``COPY_OF``: the same
   number on a subquery and its copy, within their SELECT (``subquery_copies``, read by
   ``grouped_value_join``);
+* ``UNALIASED`` (a SELECT-list generator): written without column names, which Spark gives
+  it (``generator.mark_unaliased``, read by ``generator.unaliased_again`` and ``generator``);
 * ``DISJOINT_ROWS``, ``SHARED`` and ``MANY_GROUPS`` (the rewritten query ``rewrite``
   returns): what callers learn of its lineage and its grouping (``output``).
 """
@@ -60,6 +62,7 @@ COPY_OF = "dl_copy_of"  # an expression subquery and its lineage copy: the same 
 DISJOINT_ROWS = "dl_disjoint_rows"  # on the result: no id is in the DLs of two rows
 SHARED = "dl_shared"  # on the result: its lineage with the sets all rows share apart (SharedLineage)
 MANY_GROUPS = "dl_many_groups"  # on the result: its outermost SELECT groups by a key into many groups
+UNALIASED = "dl_unaliased"  # a generator written without column names (qualify, generator)
 
 
 # Where a table occurrence's lineage ids come from: ``(id expression, nullable)`` over the

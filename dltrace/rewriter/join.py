@@ -51,7 +51,8 @@ def join(select: exp.Expression, context: RewriteContext) -> exp.Expression:
     if not isinstance(select, exp.Select):
         return select
     scope = context.scope
-    single = single_row_sources(select, context.table_keys or {})
+    # a LATERAL VIEW's generator repeats its input rows and contributes no ids (generator)
+    single = set() if select.args.get("laterals") else single_row_sources(select, context.table_keys or {})
 
     def lineage_of(source: exp.Expression) -> list[Term]:
         terms = source_lineage(source, scope, context)

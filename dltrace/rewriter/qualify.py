@@ -31,6 +31,7 @@ from sqlglot.optimizer.qualify import qualify as sqlglot_qualify
 from dltrace.errors import BadInput, SqlSyntaxError, UnknownColumn, UnknownTable
 from dltrace.rewriter.context import RewriteContext, unsupported
 from dltrace.rewriter.dialect import SPARK
+from dltrace.rewriter.generator import mark_unaliased, unaliased_again
 from dltrace.rewriter.literal_rows import is_literal_function, name_range_column
 
 RESERVED_OUTPUT = "dl"
@@ -114,6 +115,7 @@ def qualify_against_catalog(expression: exp.Expression, schemas: dict[str, dict[
         if name in schemas and not schemas[name]:
             raise BadInput(f"table '{table.name}' has no columns (registered from an empty file): "
                            f"remove it with `dltrace tables drop {table.name}`")
+    mark_unaliased(expression)
     try:
         qualified = sqlglot_qualify(
             expression.copy(),
@@ -128,6 +130,7 @@ def qualify_against_catalog(expression: exp.Expression, schemas: dict[str, dict[
     except SchemaError as error:
         raise BadInput(f"the query does not fit the catalog's schemas: {error}") from None
     inner_joins(qualified)
+    unaliased_again(qualified)
     outputs = [
         name for name in qualified.named_selects if name.lower() == RESERVED_OUTPUT or name.lower().startswith("__dl")
     ]
