@@ -186,13 +186,30 @@ def programs(spark):
             "select r_name, w, a, json_tuple(concat('{\"k\": \"', b, '\"}'), 'k') from (select r_name, w, a, b "
             "from region lateral view outer explode(filter(array(r_regionkey), x -> x > 2)) g as w lateral view "
             "inline(array(named_struct('a', w, 'b', 'x'))) h as a, b)"),
+        # each unpivoted row comes from one input row; Dataset.unpivot keeps NULL values
+        "unpivot": (
+            region.unpivot(["r_regionkey"], ["r_name", "r_comment"], "k", "v"),
+            "select r_regionkey, k, v from region unpivot include nulls (v for k in (r_name, r_comment))"),
+        "melt-nulls-grouped": (
+            nation.select("n_nationkey", "n_name", F.when(F.col("n_regionkey") > 2, F.col("n_name")).alias("big"))
+                  .melt("n_nationkey", None, "k", "v").groupBy("k").agg(F.count("v").alias("n")),
+            "select k, count(v) as n from (select n_nationkey, n_name, case when n_regionkey > 2 then n_name end "
+            "as big from nation) unpivot include nulls (v for k in (n_name, big)) group by k"),
     }
 
 
 PROGRAMS = ["filter-select", "sql-strings", "withColumn-rename-drop", "join-group", "join-using-left", "semi-anti",
             "self-join-alias", "distinct-dropDuplicates", "set-operations", "window-orderBy-limit", "window-frames",
             "when-cast-isin-na", "spark-sql-inside", "subqueries", "local-rows", "range", "explode-split-grouped",
-            "posexplode-named-and-not", "explode-outer-inline-json"]
+            "posexplode-named-and-not", "explode-outer-inline-json", "unpivot", "melt-nulls-grouped"]
+
+
+@pytest.mark.parametrize("name", ["explode-outer-inline-json", "unpivot", "melt-nulls-grouped", "local-rows"])
+def test_a_reshaping_program_keeps_its_rows(frames, name):
+    """Generators, unpivot and local rows traced give the program's own rows (Spark's NULL
+    handling included)."""
+    frame, _ = programs(frames.frames)[name]
+    assert values_bag(frames.trace(frame).collect()) == values_bag(frame.collect())
 
 
 @pytest.mark.parametrize("name", PROGRAMS)

@@ -85,6 +85,19 @@ CASES = {
     "json_tuple": (
         "select s_name, k from store lateral view json_tuple(concat('{\"a\": \"', city, '\"}'), 'a') j as k",
         "select s_name, city, [_dl_id] from base_store"),
+    "unpivot_nulls_excluded": (
+        "select * from (select t_id, if(num > 1000, price, null) as a, num from sales) s unpivot (v for k in (a, num))",
+        "select t_id, k, v, [_dl_id] from (unpivot (select t_id, _dl_id, case when num > 1000 then price end as a, "
+        "num from base_sales) on a, num into name k value v)"),
+    "unpivot_include_nulls": (
+        "select * from (select t_id, if(num > 1000, price, null) as a, num from sales) s "
+        "unpivot include nulls (v for k in (a as price, num))",
+        "select t_id, k, v, [_dl_id] from (select t_id, _dl_id, case when num > 1000 then price end as price, num "
+        "from base_sales) unpivot include nulls (v for k in (price, num))"),
+    "unpivot_grouped": (
+        "select k, sum(v) as total from sales unpivot (v for k in (price, num)) group by k",
+        "select k, sum(v), list(distinct _dl_id) from (unpivot base_sales on price, num into name k value v) "
+        "group by k"),
 }
 # what DuckDB cannot run as Spark wrote it (range's column is range there): no completeness check
 NO_ORACLE = {"range_join", "posexplode_after_join", "lateral_view_outer_empty", "posexplode_unnamed",

@@ -29,6 +29,7 @@ from dltrace.dataframe.expressions import split_identifier
 from dltrace.dataframe.generators import select_generating
 from dltrace.dataframe.local_rows import local_rows, range_rows
 from dltrace.dataframe.missing import drop_na, fill_na
+from dltrace.dataframe.reshape import unpivot_rows
 from dltrace.dataframe.scope import SIMPLE_NAME, Column, Frame, Scope, unique_name
 from dltrace.dataframe.temp_views import TempView, temp_view, with_temp_views
 from dltrace.errors import BadInput, UnknownColumn, UnknownTable, UnsupportedLineage
@@ -43,7 +44,7 @@ REFUSED = {
     "chunked_cached_local_relation": "createDataFrame of data Spark caches on the server (register it as a table)",
     "sample": "sample",
     "map_partitions": "mapInPandas / mapInArrow", "group_map": "applyInPandas", "co_group_map": "cogroup",
-    "apply_in_pandas_with_state": "applyInPandasWithState", "unpivot": "unpivot / melt",
+    "apply_in_pandas_with_state": "applyInPandasWithState",
     "tail": "tail", "to_schema": "to(schema)", "collect_metrics": "observe", "with_watermark": "withWatermark",
     "parse": "from_json/from_csv of a DataFrame", "as_of_join": "asOfJoin", "lateral_join": "lateralJoin",
     "transpose": "transpose", "unresolved_table_valued_function": "a table-valued function",
@@ -126,6 +127,9 @@ class PlanTranslator:
 
     def _range(self, range_, message) -> Frame:
         return range_rows(range_, message)
+
+    def _unpivot(self, unpivot, message) -> Frame:
+        return unpivot_rows(self, unpivot)
 
     def _sql(self, sql, message) -> Frame:
         from dltrace.rewriter import parse

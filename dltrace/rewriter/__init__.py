@@ -70,6 +70,7 @@ from dltrace.rewriter.subquery_value import subquery_value
 from dltrace.rewriter.surviving_groups import surviving_groups
 from dltrace.rewriter.uncorrelated_copies import hoist_uncorrelated_copies, mark_subsuming_copies
 from dltrace.rewriter.ungrouped_copies import ungrouped_copies
+from dltrace.rewriter.unpivot import unpivot
 from dltrace.rewriter.unsupported import refuse_unsupported
 from dltrace.rewriter.window import window
 
@@ -88,14 +89,14 @@ class Phase:
 RULES: tuple[Phase, ...] = (
     # The whole query, before any scope is rewritten.  qualify first: every rule relies on
     # qualified columns and expanded stars.  Then refuse what cannot be traced, on the query as
-    # written; write SELECT-list generators as the LATERAL VIEWs Spark plans them as (before
+    # written; write UNPIVOTs and SELECT-list generators as the LATERAL VIEWs Spark plans (before
     # DISTINCT becomes GROUP BY); number table occurrences before copies duplicate them; turn constructs into
     # equivalent ones the scope rules know (distinct set operations and SEMI/ANTI joins into
     # EXISTS and DISTINCT, DISTINCT into GROUP BY); under control semantics join an EXISTS
     # the plan is better off joining (a speed-up); then copy the expression subqueries, which
     # must see every subquery the earlier rules made, and point a copy over all of a grouped
     # CTE at the rows it groups (a speed-up).
-    Phase("prepare", (qualify, refuse_unsupported, generator, number_instances, distinct_set_operations,
+    Phase("prepare", (qualify, refuse_unsupported, unpivot, generator, number_instances, distinct_set_operations,
                       semi_anti_join, distinct, exists_join, subquery_copies, ungrouped_copies)),
     # Per scope, innermost first: the sources' lineage (literal rows: none; base tables, saved
     # results, subqueries, CTEs, outer joins), WHERE subqueries before grouping (a correlated aggregate and its
