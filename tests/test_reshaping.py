@@ -98,7 +98,33 @@ CASES = {
         "select k, sum(v) as total from sales unpivot (v for k in (price, num)) group by k",
         "select k, sum(v), list(distinct _dl_id) from (unpivot base_sales on price, num into name k value v) "
         "group by k"),
+    "pivot": (
+        "select * from (select s_id, i_id, num from sales) pivot (sum(num) for i_id in (1, 4))",
+        "select s_id, sum(num) filter (where i_id = 1), sum(num) filter (where i_id = 4), "
+        "coalesce(list(_dl_id) filter (where i_id in (1, 4)), []) from base_sales group by s_id",
+        "select s_id, sum(num) filter (where i_id = 1), sum(num) filter (where i_id = 4), list(_dl_id) "
+        "from base_sales group by s_id"),
+    "pivot_join_two_aggregates": (
+        "select * from (select d.state, s.i_id, s.num from sales s join store d on s.s_id = d.s_id) "
+        "pivot (sum(num) as total, max(num) as m for state in ('CA' as ca, 'TX' as tx))",
+        "select s.i_id, sum(num) filter (where state = 'CA'), max(num) filter (where state = 'CA'), "
+        "sum(num) filter (where state = 'TX'), max(num) filter (where state = 'TX'), "
+        "coalesce(list(s._dl_id) filter (where state in ('CA', 'TX')), []) || "
+        "coalesce(list(distinct d._dl_id) filter (where state in ('CA', 'TX')), []) "
+        "from base_sales s join base_store d on s.s_id = d.s_id group by s.i_id",
+        "select s.i_id, sum(num) filter (where state = 'CA'), max(num) filter (where state = 'CA'), "
+        "sum(num) filter (where state = 'TX'), max(num) filter (where state = 'TX'), "
+        "list(s._dl_id) || list(distinct d._dl_id) from base_sales s join base_store d on s.s_id = d.s_id "
+        "group by s.i_id"),
+    "pivot_no_grouping": (
+        "select * from (select i_id, num from sales) pivot (max(num) for i_id in (2, 5))",
+        "select max(num) filter (where i_id = 2), max(num) filter (where i_id = 5), "
+        "list(_dl_id) filter (where i_id in (2, 5)) from base_sales",
+        "select max(num) filter (where i_id = 2), max(num) filter (where i_id = 5), list(_dl_id) from base_sales"),
 }
+# a pivoted row's data lineage leaves out the group's rows of other pivot values, which decide
+# that the row exists: the oracle re-runs the query on the control lineage only
+CONTROL_ORACLE = {"pivot", "pivot_join_two_aggregates", "pivot_no_grouping"}
 # what DuckDB cannot run as Spark wrote it (range's column is range there): no completeness check
 NO_ORACLE = {"range_join", "posexplode_after_join", "lateral_view_outer_empty", "posexplode_unnamed",
              "explode_outer_in_select", "inline", "stack", "json_tuple", "explode_over_aggregate"}
@@ -124,6 +150,6 @@ def test_lineage_row_by_row(paper, oracle, name, semantics):
     assert bag(tuple(row) for row in rows) == bag(oracle.db.execute(expected).fetchall())
     assert bag(tuple(row) for row in paper.sql(query, semantics=semantics, representation="bdd").collect()) \
         == bag(tuple(row) for row in rows)
-    if name not in NO_ORACLE:
+    if name not in NO_ORACLE and (semantics == "control" or name not in CONTROL_ORACLE):
         tagged = paper.sql(query, semantics=semantics, tag_instances=True).collect()
         check_completeness(oracle, query, tagged, tree=False, instances=True)

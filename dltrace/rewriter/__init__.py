@@ -50,6 +50,7 @@ from dltrace.rewriter.inequality_split import inequality_split
 from dltrace.rewriter.join import join
 from dltrace.rewriter.literal_rows import literal_rows
 from dltrace.rewriter.output import DL, SharedLineage, output
+from dltrace.rewriter.pivot import pivot
 from dltrace.rewriter.projection import projection
 from dltrace.rewriter.qualify import parse, qualify
 from dltrace.rewriter.representation import REPRESENTATIONS, SET
@@ -90,14 +91,16 @@ RULES: tuple[Phase, ...] = (
     # The whole query, before any scope is rewritten.  qualify first: every rule relies on
     # qualified columns and expanded stars.  Then refuse what cannot be traced, on the query as
     # written; write UNPIVOTs and SELECT-list generators as the LATERAL VIEWs Spark plans (before
-    # DISTINCT becomes GROUP BY); number table occurrences before copies duplicate them; turn constructs into
+    # DISTINCT becomes GROUP BY); number table occurrences before copies duplicate them (a
+    # PIVOT's groups are computed from a copy of its source, beside the PIVOT kept as written); turn constructs into
     # equivalent ones the scope rules know (distinct set operations and SEMI/ANTI joins into
     # EXISTS and DISTINCT, DISTINCT into GROUP BY); under control semantics join an EXISTS
     # the plan is better off joining (a speed-up); then copy the expression subqueries, which
     # must see every subquery the earlier rules made, and point a copy over all of a grouped
     # CTE at the rows it groups (a speed-up).
-    Phase("prepare", (qualify, refuse_unsupported, unpivot, generator, number_instances, distinct_set_operations,
-                      semi_anti_join, distinct, exists_join, subquery_copies, ungrouped_copies)),
+    Phase("prepare", (qualify, refuse_unsupported, unpivot, generator, number_instances, pivot,
+                      distinct_set_operations, semi_anti_join, distinct, exists_join, subquery_copies,
+                      ungrouped_copies)),
     # Per scope, innermost first: the sources' lineage (literal rows: none; base tables, saved
     # results, subqueries, CTEs, outer joins), WHERE subqueries before grouping (a correlated aggregate and its
     # copy from one grouped join, a speed-up), aggregation, HAVING and SELECT-list

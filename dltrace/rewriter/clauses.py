@@ -6,11 +6,28 @@ from __future__ import annotations
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
 
+from dltrace.errors import BadInput
+
 
 def sources(select: exp.Select) -> list[exp.Expression]:
     """The tables and subqueries of ``select``'s FROM and JOINs, in order."""
     parts = [select.args.get("from_"), *(select.args.get("joins") or [])]
     return [part.this for part in parts if part is not None]
+
+
+def source_columns(source: exp.Expression, schemas: dict[str, dict[str, str]]) -> list[str]:
+    """The output columns of a FROM source (a catalog table, a CTE or a subquery), in order,
+    or a ``BadInput`` when they are not known."""
+    if isinstance(source, exp.Subquery):
+        return source.this.named_selects
+    name = source.name.lower()
+    ctes = {cte.alias_or_name.lower(): cte.this for cte in source.root().find_all(exp.CTE)}
+    if name in ctes:
+        return ctes[name].named_selects
+    schema = {n.lower(): columns for n, columns in schemas.items()}.get(name)
+    if schema is None:
+        raise BadInput(f"the columns of {source.sql(dialect='spark')} are not known")
+    return list(schema)
 
 
 def catalog_type(column: exp.Column, source: exp.Expression | None, schemas: dict[str, dict[str, str]]) -> str | None:

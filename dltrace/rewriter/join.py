@@ -32,7 +32,7 @@ JOIN_KINDS = {"", "INNER", "CROSS", "OUTER"}
 def source_lineage(source: exp.Expression, scope: Scope, context: RewriteContext) -> tuple[Term, ...]:
     """Lineage of one FROM/JOIN source: a registered table, a saved result, a CTE, a subquery
     or literal rows (``range``: none)."""
-    if is_literal_function(source):
+    if is_literal_function(source) or source.args.get("pivots"):  # a PIVOT's lineage is joined beside it (pivot)
         return ()
     alias = source.alias_or_name
     inner = scope.sources.get(alias)

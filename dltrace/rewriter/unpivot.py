@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from dltrace.rewriter.clauses import source_columns
 from dltrace.rewriter.context import RewriteContext, unsupported
 
 UNPIVOTED = "__dlu"  # the LATERAL VIEW's alias
@@ -48,7 +49,7 @@ def _as_lateral_view(source: exp.Expression, pivot: exp.Pivot, context: RewriteC
         *[part for v, c in zip(values, cs) for part in (exp.Literal.string(v), exp.column(c.name, table=alias))]])
         for (_, item), cs in zip(groups, columns)]
     unpivoted = {c.name.lower() for cs in columns for c in cs}
-    kept = [c for c in _source_columns(source, context) if c.lower() not in unpivoted]
+    kept = [c for c in source_columns(source, context.schemas) if c.lower() not in unpivoted]
     lateral = exp.Lateral(this=exp.Inline(this=exp.Array(expressions=structs)), view=True,
                           alias=exp.TableAlias(this=exp.to_identifier(UNPIVOTED),
                                                columns=[exp.to_identifier(n) for n in (name, *values)]))
@@ -69,17 +70,3 @@ def _key(item: exp.Expression, columns: list[exp.Column]) -> str:
     if isinstance(item, exp.PivotAlias):
         return item.alias
     return "_".join(c.name for c in columns)
-
-
-def _source_columns(source: exp.Expression, context: RewriteContext) -> list[str]:
-    """The columns of the UNPIVOT's source: a catalog table's or a CTE's or subquery's."""
-    if isinstance(source, exp.Subquery):
-        return source.this.named_selects
-    name = source.name.lower()
-    schema = {n.lower(): columns for n, columns in context.schemas.items()}.get(name)
-    if schema is not None:
-        return list(schema)
-    ctes = {cte.alias_or_name.lower(): cte.this for cte in source.root().find_all(exp.CTE)}
-    if name in ctes:
-        return ctes[name].named_selects
-    raise unsupported(source, "UNPIVOT of this source")

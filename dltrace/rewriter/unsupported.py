@@ -30,8 +30,6 @@ def refuse_unsupported(expression: exp.Expression, context: RewriteContext) -> e
     if with_ is not None and with_.args.get("recursive"):
         raise unsupported(with_, "WITH RECURSIVE")
     for node in expression.walk():
-        if isinstance(node, exp.Pivot) and not node.args.get("unpivot"):
-            raise unsupported(node, "PIVOT")
         if isinstance(node, exp.Lateral) and not (node.args.get("view") and is_generator(node.this)):
             raise unsupported(node, "a LATERAL subquery")
         for kind, what in REFUSED:
