@@ -3,10 +3,13 @@ conjuncts of a condition, and a conjunct that correlates it to an enclosing quer
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
 
 from dltrace.errors import BadInput
+from dltrace.rewriter.context import unsupported
 
 
 def sources(select: exp.Select) -> list[exp.Expression]:
@@ -28,6 +31,27 @@ def source_columns(source: exp.Expression, schemas: dict[str, dict[str, str]]) -
     if schema is None:
         raise BadInput(f"the columns of {source.sql(dialect='spark')} are not known")
     return list(schema)
+
+
+def replace_pivots(expression: exp.Expression, unpivot: bool,
+                   build: Callable[[exp.Expression, exp.Pivot], exp.Select]) -> None:
+    """Replace each ``source PIVOT (...) AS alias`` (``unpivot``: each UNPIVOT) by the derived
+    table ``(build(source, pivot)) AS alias``."""
+    for node in list(expression.find_all(exp.Pivot)):
+        if bool(node.args.get("unpivot")) != unpivot:
+            continue
+        source = node.parent
+        if len(source.args.get("pivots")) != 1 or len(node.args.get("fields") or []) != 1:
+            raise unsupported(node, f"this form of {'UNPIVOT' if unpivot else 'PIVOT'}")
+        alias = node.alias or source.alias_or_name
+        source.replace(exp.Subquery(this=build(source, node), alias=exp.TableAlias(this=exp.to_identifier(alias))))
+
+
+def without_pivots(source: exp.Expression) -> exp.Expression:
+    """A copy of a FROM source without its PIVOT or UNPIVOT."""
+    bare = source.copy()
+    bare.set("pivots", None)
+    return bare
 
 
 def catalog_type(column: exp.Column, source: exp.Expression | None, schemas: dict[str, dict[str, str]]) -> str | None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from dltrace.rewriter.clauses import source_columns
+from dltrace.rewriter.clauses import replace_pivots, source_columns, without_pivots
 from dltrace.rewriter.context import SKIP, RewriteContext, unsupported
 
 PIVOTED, GROUPS, SOURCE = "__dlp", "__dll", "__dls"  # the PIVOT, its groups' lineage, their rows
@@ -26,15 +26,7 @@ PIVOTED, GROUPS, SOURCE = "__dlp", "__dll", "__dls"  # the PIVOT, its groups' li
 
 def pivot(expression: exp.Expression, context: RewriteContext) -> exp.Expression:
     """Write every ``source PIVOT (...) AS alias`` as the PIVOT joined to its groups' lineage."""
-    for node in list(expression.find_all(exp.Pivot)):
-        if node.args.get("unpivot"):
-            continue
-        source = node.parent
-        if len(source.args.get("pivots")) != 1 or len(node.args.get("fields") or []) != 1:
-            raise unsupported(node, "this form of PIVOT")
-        alias = node.alias or source.alias_or_name
-        source.replace(exp.Subquery(this=_with_lineage(source, node, context),
-                                    alias=exp.TableAlias(this=exp.to_identifier(alias))))
+    replace_pivots(expression, False, lambda source, node: _with_lineage(source, node, context))
     return expression
 
 
@@ -46,12 +38,12 @@ def _with_lineage(source: exp.Expression, node: exp.Pivot, context: RewriteConte
     used = {c.name.lower() for e in node.expressions for c in e.find_all(exp.Column)} | {k.name.lower() for k in keys}
     grouping = [c for c in columns if c.lower() not in used]
     name = source.alias_or_name
-    plain = exp.select(*[exp.column(c, table=name) for c in columns]).from_(_without_pivot(source))
+    plain = exp.select(*[exp.column(c, table=name) for c in columns]).from_(without_pivots(source))
     plain.meta[SKIP] = True  # the PIVOT reads its source's rows as written, never rewritten
     kept = node.copy()
     kept.set("alias", exp.TableAlias(this=exp.to_identifier(PIVOTED)))
     pivoted = exp.Subquery(this=plain, alias=exp.TableAlias(this=exp.to_identifier(name)), pivots=[kept])
-    rows = _without_pivot(source).copy()
+    rows = without_pivots(source).copy()
     rows.set("alias", exp.TableAlias(this=exp.to_identifier(SOURCE)))
     groups = exp.select(*[exp.alias_(exp.column(c, table=SOURCE), c) for c in grouping] or [exp.Count(
         this=exp.Star()).as_("__dln")]).from_(rows)
@@ -63,12 +55,6 @@ def _with_lineage(source: exp.Expression, node: exp.Pivot, context: RewriteConte
                     for c in grouping]) if grouping else exp.true()
     return (exp.select(exp.Column(this=exp.Star(), table=exp.to_identifier(PIVOTED))).from_(pivoted)
             .join(groups.subquery(GROUPS), on=on, join_type="LEFT"))
-
-
-def _without_pivot(source: exp.Expression) -> exp.Expression:
-    bare = source.copy()
-    bare.set("pivots", None)
-    return bare
 
 
 def _matches(keys: list[exp.Expression], value: exp.Expression) -> exp.Expression:

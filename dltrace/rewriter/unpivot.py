@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from dltrace.rewriter.clauses import source_columns
+from dltrace.rewriter.clauses import replace_pivots, source_columns, without_pivots
 from dltrace.rewriter.context import RewriteContext, unsupported
 
 UNPIVOTED = "__dlu"  # the LATERAL VIEW's alias
@@ -24,14 +24,7 @@ UNPIVOTED = "__dlu"  # the LATERAL VIEW's alias
 def unpivot(expression: exp.Expression, context: RewriteContext) -> exp.Expression:
     """Write every ``source UNPIVOT (...) AS alias`` as ``(SELECT ... FROM source LATERAL VIEW
     inline(...)) AS alias``."""
-    for pivot in list(expression.find_all(exp.Pivot)):
-        if pivot.args.get("unpivot"):
-            source = pivot.parent
-            if len(source.args.get("pivots")) != 1 or len(pivot.args.get("fields") or []) != 1:
-                raise unsupported(pivot, "this form of UNPIVOT")
-            alias = pivot.alias or source.alias_or_name
-            source.replace(exp.Subquery(this=_as_lateral_view(source, pivot, context),
-                                        alias=exp.TableAlias(this=exp.to_identifier(alias))))
+    replace_pivots(expression, True, lambda source, node: _as_lateral_view(source, node, context))
     return expression
 
 
@@ -53,8 +46,7 @@ def _as_lateral_view(source: exp.Expression, pivot: exp.Pivot, context: RewriteC
     lateral = exp.Lateral(this=exp.Inline(this=exp.Array(expressions=structs)), view=True,
                           alias=exp.TableAlias(this=exp.to_identifier(UNPIVOTED),
                                                columns=[exp.to_identifier(n) for n in (name, *values)]))
-    plain = source.copy()
-    plain.set("pivots", None)
+    plain = without_pivots(source)
     select = exp.select(*[exp.alias_(exp.column(c, table=alias), c) for c in kept],
                         *[exp.alias_(exp.column(n, table=UNPIVOTED), n) for n in (name, *values)]).from_(plain)
     select.append("laterals", lateral)
