@@ -195,16 +195,29 @@ def programs(spark):
                   .melt("n_nationkey", None, "k", "v").groupBy("k").agg(F.count("v").alias("n")),
             "select k, count(v) as n from (select n_nationkey, n_name, case when n_regionkey > 2 then n_name end "
             "as big from nation) unpivot include nulls (v for k in (n_name, big)) group by k"),
+        # a pivoted row is a group: its pivoted values' rows (data), all its rows (control)
+        "pivot": (
+            orders.groupBy("o_orderpriority").pivot("o_orderstatus", ["F", "P"]).sum("o_totalprice"),
+            "select * from (select o_orderpriority, o_orderstatus, o_totalprice from orders) "
+            "pivot (sum(o_totalprice) for o_orderstatus in ('F', 'P'))"),
+        "pivot-two-aggregates": (
+            nation.groupBy("n_regionkey").pivot("n_name", ["ALGERIA", "BRAZIL", "CHINA"])
+                  .agg(F.count("n_nationkey").alias("c"), F.max("n_regionkey")),
+            "select * from (select n_regionkey, n_name, n_nationkey, n_regionkey as r from nation) "
+            "pivot (count(n_nationkey) as c, max(r) as `max(n_regionkey)` for n_name in ('ALGERIA', 'BRAZIL', "
+            "'CHINA'))"),
     }
 
 
 PROGRAMS = ["filter-select", "sql-strings", "withColumn-rename-drop", "join-group", "join-using-left", "semi-anti",
             "self-join-alias", "distinct-dropDuplicates", "set-operations", "window-orderBy-limit", "window-frames",
             "when-cast-isin-na", "spark-sql-inside", "subqueries", "local-rows", "range", "explode-split-grouped",
-            "posexplode-named-and-not", "explode-outer-inline-json", "unpivot", "melt-nulls-grouped"]
+            "posexplode-named-and-not", "explode-outer-inline-json", "unpivot", "melt-nulls-grouped", "pivot",
+            "pivot-two-aggregates"]
 
 
-@pytest.mark.parametrize("name", ["explode-outer-inline-json", "unpivot", "melt-nulls-grouped", "local-rows"])
+@pytest.mark.parametrize("name", ["explode-outer-inline-json", "unpivot", "melt-nulls-grouped", "local-rows", "pivot",
+                                  "pivot-two-aggregates"])
 def test_a_reshaping_program_keeps_its_rows(frames, name):
     """Generators, unpivot and local rows traced give the program's own rows (Spark's NULL
     handling included)."""

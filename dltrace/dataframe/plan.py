@@ -29,7 +29,7 @@ from dltrace.dataframe.expressions import split_identifier
 from dltrace.dataframe.generators import select_generating
 from dltrace.dataframe.local_rows import local_rows, range_rows
 from dltrace.dataframe.missing import drop_na, fill_na
-from dltrace.dataframe.reshape import unpivot_rows
+from dltrace.dataframe.reshape import pivot_rows, unpivot_rows
 from dltrace.dataframe.scope import SIMPLE_NAME, Column, Frame, Scope, unique_name
 from dltrace.dataframe.temp_views import TempView, temp_view, with_temp_views
 from dltrace.errors import BadInput, UnknownColumn, UnknownTable, UnsupportedLineage
@@ -307,7 +307,7 @@ class PlanTranslator:
 
     def _aggregate(self, aggregate, message) -> Frame:
         if aggregate.group_type == 4:  # GROUP_TYPE_PIVOT
-            raise UnsupportedLineage("DataFrame: pivot is not supported by dltrace: group by the pivot column instead")
+            return pivot_rows(self, aggregate, message)
         child = self.relation(aggregate.input)
         scope = Scope(self, [child])
         keys = [item for e in aggregate.grouping_expressions for item in scope.select_item(e)]

@@ -1,15 +1,21 @@
-"""DataFrame reshaping: ``unpivot`` (``melt``) as the SQL UNPIVOT the rewriter traces, a
-LATERAL VIEW of ``inline`` over one struct per unpivoted column.  Each output row comes from
-one input row, its lineage that row's.  ``Dataset.unpivot`` keeps NULL values (SQL's
-UNPIVOT leaves them out unless INCLUDE NULLS), so no row is filtered.
+"""DataFrame reshaping: ``unpivot`` (``melt``) and ``groupBy().pivot().agg()`` as the SQL the
+rewriter traces.  ``unpivot`` is a LATERAL VIEW of ``inline`` over one struct per unpivoted
+column: each output row comes from one input row, its lineage that row's (``Dataset.unpivot``
+keeps NULL values, SQL's UNPIVOT leaves them out unless INCLUDE NULLS, so no row is
+filtered).  ``pivot`` is a PIVOT (the rewriter's ``pivot``: a grouped aggregate whose data
+lineage is the group's rows of pivoted values), its values and aggregates named ``_pJ`` and
+``_aI`` in the SQL and given Spark's names as columns.
 """
 
 from __future__ import annotations
 
 from sqlglot import exp
 
+from dltrace.dataframe.expressions import literal
 from dltrace.dataframe.scope import Column, Frame, Scope
 from dltrace.errors import UnsupportedLineage
+
+PIVOTED = "_pivoted"  # the PIVOT's alias
 
 
 def unpivot_rows(translator, unpivot) -> Frame:
@@ -39,3 +45,34 @@ def unpivot_rows(translator, unpivot) -> Frame:
     frame = translator.select(scope, ids + made)
     frame.query.set("laterals", [lateral])
     return frame
+
+
+def pivot_rows(translator, aggregate, message) -> Frame:
+    """``groupBy(keys).pivot(col, values).agg(...)`` as the SQL PIVOT the rewriter traces:
+    ``SELECT ... FROM (SELECT keys, col, the aggregates' columns FROM input) PIVOT (...)``,
+    the inner SELECT holding exactly what Spark groups by, pivots and aggregates."""
+    child = translator.relation(aggregate.input)
+    scope = Scope(translator, [child])
+    keys = [item for e in aggregate.grouping_expressions for item in scope.select_item(e)]
+    values = [expression for e in aggregate.aggregate_expressions for expression, _ in scope.select_item(e)]
+    pivoted = [literal(v) for v in aggregate.pivot.values]
+    if not pivoted:
+        raise UnsupportedLineage("DataFrame: pivot without its values is not supported by dltrace: give them, "
+                                 "pivot(column, [values])")
+    read = list({c.sql(): c for e in values for c in e.find_all(exp.Column) if c.table == scope.aliases[0]}.values())
+    inner = translator.select(scope, keys + [(scope.expression(aggregate.pivot.col), Column(None, ""))]
+                              + [(c, Column(None, "")) for c in read])
+    source = translator.alias()
+    moved = {c.sql(): exp.column(column.sql, table=source) for c, column in zip(read, inner.columns[len(keys) + 1:])}
+    aggregates = [exp.alias_(e.transform(lambda n: moved.get(n.sql(), n).copy() if isinstance(n, exp.Column) else n),
+                             f"_a{i}") for i, e in enumerate(values)]
+    cells = [f"_p{j}" if len(values) == 1 else f"_p{j}__a{i}" for j in range(len(pivoted)) for i in range(len(values))]
+    node = exp.Pivot(expressions=aggregates, alias=exp.TableAlias(this=exp.to_identifier(PIVOTED)), fields=[
+        exp.In(this=exp.column(inner.columns[len(keys)].sql),
+               expressions=[exp.PivotAlias(this=v, alias=exp.to_identifier(f"_p{j}")) for j, v in enumerate(pivoted)])])
+    names = [name for name, _ in translator.catalog.schema_of(message)]
+    columns = [Column(k.name, c.sql) for (_, k), c in zip(keys, inner.columns)] + [
+        Column(name, sql) for name, sql in zip(names[len(keys):], cells)]
+    query = exp.select(*[exp.column(c.sql, table=PIVOTED) for c in columns]).from_(
+        exp.Subquery(this=inner.query, alias=exp.TableAlias(this=exp.to_identifier(source)), pivots=[node]))
+    return Frame(query, columns, message)
