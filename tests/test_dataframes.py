@@ -206,6 +206,12 @@ def programs(spark):
             "select * from (select n_regionkey, n_name, n_nationkey, n_regionkey as r from nation) "
             "pivot (count(n_nationkey) as c, max(r) as `max(n_regionkey)` for n_name in ('ALGERIA', 'BRAZIL', "
             "'CHINA'))"),
+        # without values Spark pivots on the column's sorted distinct values: the PIVOT it then runs
+        "pivot-without-values": (
+            orders.where(F.col("o_orderkey") < 2000).groupBy("o_orderpriority").pivot("o_orderstatus")
+                  .agg(F.count("o_orderkey")),
+            "select * from (select o_orderpriority, o_orderstatus, o_orderkey from orders where o_orderkey < 2000) "
+            "pivot (count(o_orderkey) for o_orderstatus in ('F', 'O', 'P'))"),
     }
 
 
@@ -213,11 +219,11 @@ PROGRAMS = ["filter-select", "sql-strings", "withColumn-rename-drop", "join-grou
             "self-join-alias", "distinct-dropDuplicates", "set-operations", "window-orderBy-limit", "window-frames",
             "when-cast-isin-na", "spark-sql-inside", "subqueries", "local-rows", "range", "explode-split-grouped",
             "posexplode-named-and-not", "explode-outer-inline-json", "unpivot", "melt-nulls-grouped", "pivot",
-            "pivot-two-aggregates"]
+            "pivot-two-aggregates", "pivot-without-values"]
 
 
 @pytest.mark.parametrize("name", ["explode-outer-inline-json", "unpivot", "melt-nulls-grouped", "local-rows", "pivot",
-                                  "pivot-two-aggregates"])
+                                  "pivot-two-aggregates", "pivot-without-values"])
 def test_a_reshaping_program_keeps_its_rows(frames, name):
     """Generators, unpivot and local rows traced give the program's own rows (Spark's NULL
     handling included)."""

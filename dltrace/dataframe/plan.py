@@ -65,6 +65,7 @@ class Catalog:
     schema_of: Callable[[object], list[tuple[str, str]]]  # a Relation's (name, type) pairs, from Spark
     python_udf: Callable[[object], str]  # registers a Python UDF for the lineage query, returns its name
     temp_views: dict[str, TempView] = field(default_factory=dict)  # the program's own (temp_views.py)
+    rows_of: Callable[[object], object] | None = None  # a Relation's rows (a pyarrow Table), run by Spark
 
 
 def translate(relation, catalog: Catalog) -> exp.Query:

@@ -12,10 +12,12 @@ from __future__ import annotations
 from sqlglot import exp
 
 from dltrace.dataframe.expressions import literal
+from dltrace.dataframe.local_rows import spark_type, value_sql
 from dltrace.dataframe.scope import Column, Frame, Scope
 from dltrace.errors import UnsupportedLineage
 
 PIVOTED = "_pivoted"  # the PIVOT's alias
+MAX_VALUES = 10_000  # spark.sql.pivotMaxValues' default
 
 
 def unpivot_rows(translator, unpivot) -> Frame:
@@ -47,6 +49,28 @@ def unpivot_rows(translator, unpivot) -> Frame:
     return frame
 
 
+def pivot_values(translator, aggregate) -> list[exp.Expression]:
+    """The values a pivot without them pivots on, found as Spark finds them: the column's
+    distinct values, sorted (NULL first), at most ``spark.sql.pivotMaxValues`` (10,000); the
+    query traced is the PIVOT of those values, the one Spark then runs."""
+    from pyspark.sql.connect.proto import expressions_pb2 as e
+    from pyspark.sql.connect.proto import relations_pb2 as r
+
+    named = e.Expression(alias=e.Expression.Alias(expr=aggregate.pivot.col, name=["_value"]))
+    distinct = r.Relation(deduplicate=r.Deduplicate(input=r.Relation(project=r.Project(
+        input=aggregate.input, expressions=[named])), all_columns_as_keys=True))
+    order = e.Expression.SortOrder(child=e.Expression(unresolved_attribute=e.Expression.UnresolvedAttribute(
+        unparsed_identifier="_value")), direction=e.Expression.SortOrder.SORT_DIRECTION_ASCENDING,
+        null_ordering=e.Expression.SortOrder.SORT_NULLS_FIRST)
+    query = r.Relation(sort=r.Sort(input=r.Relation(limit=r.Limit(input=distinct, limit=MAX_VALUES + 1)),
+                                   order=[order], is_global=True))
+    table = translator.catalog.rows_of(query)
+    if table.num_rows > MAX_VALUES:
+        raise UnsupportedLineage(f"DataFrame: pivot of a column with more than {MAX_VALUES} values: Spark refuses it")
+    kind = table.schema.field(0).type
+    return [exp.cast(value_sql(value, kind), spark_type(kind)) for value in table.column(0).to_pylist()]
+
+
 def pivot_rows(translator, aggregate, message) -> Frame:
     """``groupBy(keys).pivot(col, values).agg(...)`` as the SQL PIVOT the rewriter traces:
     ``SELECT ... FROM (SELECT keys, col, the aggregates' columns FROM input) PIVOT (...)``,
@@ -55,10 +79,7 @@ def pivot_rows(translator, aggregate, message) -> Frame:
     scope = Scope(translator, [child])
     keys = [item for e in aggregate.grouping_expressions for item in scope.select_item(e)]
     values = [expression for e in aggregate.aggregate_expressions for expression, _ in scope.select_item(e)]
-    pivoted = [literal(v) for v in aggregate.pivot.values]
-    if not pivoted:
-        raise UnsupportedLineage("DataFrame: pivot without its values is not supported by dltrace: give them, "
-                                 "pivot(column, [values])")
+    pivoted = [literal(v) for v in aggregate.pivot.values] or pivot_values(translator, aggregate)
     read = list({c.sql(): c for e in values for c in e.find_all(exp.Column) if c.table == scope.aliases[0]}.values())
     inner = translator.select(scope, keys + [(scope.expression(aggregate.pivot.col), Column(None, ""))]
                               + [(c, Column(None, "")) for c in read])
