@@ -57,8 +57,13 @@ def generator(expression: exp.Expression, context: RewriteContext) -> exp.Expres
     for select in list(expression.find_all(exp.Select)):
         for item in list(select.expressions):
             names = _names(item)
-            if not is_generator(item.this if isinstance(item, (exp.Alias, exp.Aliases)) else item):
+            function = item.this if isinstance(item, (exp.Alias, exp.Aliases)) else item
+            if not is_generator(function):
                 continue
+            if not names and _in_expression(select):  # its lineage copy keeps only FROM: a LATERAL VIEW
+                names = spark_names(function)
+                if names is None:
+                    raise unsupported(item, "a generator without column names in a subquery (name them)")
             if names and not is_aggregate(select) and not item.find(exp.Window):
                 _as_lateral_view(select, item, names, f"{GENERATED}{views}")
                 views += 1
@@ -67,6 +72,32 @@ def generator(expression: exp.Expression, context: RewriteContext) -> exp.Expres
             elif any(w.find_ancestor(exp.Select) is select for e in select.expressions for w in e.find_all(exp.Window)):
                 raise unsupported(item, "a generator in a SELECT list with a window function")
     return expression
+
+
+def spark_names(function: exp.Expression) -> list[str] | None:
+    """The names Spark gives the columns of a generator written without them, when its
+    arguments say how many (not ``inline``'s struct fields; ``explode`` of an array)."""
+    if isinstance(function, exp.Posexplode):
+        return ["pos", "col"]
+    if isinstance(function, exp.Explode):
+        return ["col"]
+    if isinstance(function, exp.Anonymous) and function.name.lower() == "json_tuple":
+        return [f"c{i}" for i in range(len(function.expressions) - 1)]
+    rows = function.this if isinstance(function, exp.Stack) else None
+    if isinstance(rows, exp.Literal) and rows.is_int and int(rows.name) > 0:
+        return [f"col{i}" for i in range(-(-len(function.expressions) // int(rows.name)))]
+    return None
+
+
+def _in_expression(select: exp.Select) -> bool:
+    """Whether ``select`` is (a branch of) a subquery used as a value or a predicate."""
+    node: exp.Expression = select
+    while isinstance(node.parent, exp.SetOperation):
+        node = node.parent
+    parent = node.parent
+    if isinstance(parent, exp.Subquery):
+        return not isinstance(parent.parent, (exp.From, exp.Join, exp.Lateral))
+    return parent is not None and not isinstance(parent, (exp.CTE, exp.From, exp.Join))
 
 
 def _names(item: exp.Expression) -> list[str]:
@@ -81,7 +112,8 @@ def _names(item: exp.Expression) -> list[str]:
 def _as_lateral_view(select: exp.Select, item: exp.Expression, names: list[str], alias: str) -> None:
     """``SELECT f(x) AS (a, b) FROM t`` as ``SELECT g.a, g.b FROM t LATERAL VIEW f(x) g AS a, b``
     (an ``_outer`` form stays one: Spark's LATERAL VIEW takes it as OUTER)."""
-    lateral = exp.Lateral(this=item.this.copy(), view=True,
+    function = item.this if isinstance(item, (exp.Alias, exp.Aliases)) else item
+    lateral = exp.Lateral(this=function.copy(), view=True,
                           alias=exp.TableAlias(this=exp.to_identifier(alias),
                                                columns=[exp.to_identifier(n) for n in names]))
     select.append("laterals", lateral)
