@@ -174,6 +174,10 @@ def programs(spark):
             nation.select("n_name", F.explode(F.split("n_comment", " ")).alias("word")).groupBy("word").count(),
             "select word, count(*) as count from nation lateral view explode(split(n_comment, ' ')) g as word "
             "group by word"),
+        "explode-selectExpr": (
+            nation.selectExpr("n_name", "explode(array(n_nationkey, n_regionkey)) as k").where("k > 2"),
+            "select n_name, k from (select n_name, explode(array(n_nationkey, n_regionkey)) as k from nation) "
+            "where k > 2"),
         "posexplode-named-and-not": (
             region.select("r_name", F.posexplode(F.array("r_regionkey", F.length("r_name"))).alias("p", "v"))
                   .select("r_name", "p", "v", F.posexplode(F.array("p", "v"))),
@@ -218,8 +222,8 @@ def programs(spark):
 PROGRAMS = ["filter-select", "sql-strings", "withColumn-rename-drop", "join-group", "join-using-left", "semi-anti",
             "self-join-alias", "distinct-dropDuplicates", "set-operations", "window-orderBy-limit", "window-frames",
             "when-cast-isin-na", "spark-sql-inside", "subqueries", "local-rows", "range", "explode-split-grouped",
-            "posexplode-named-and-not", "explode-outer-inline-json", "unpivot", "melt-nulls-grouped", "pivot",
-            "pivot-two-aggregates", "pivot-without-values"]
+            "explode-selectExpr", "posexplode-named-and-not", "explode-outer-inline-json", "unpivot",
+            "melt-nulls-grouped", "pivot", "pivot-two-aggregates", "pivot-without-values"]
 
 
 @pytest.mark.parametrize("name", ["explode-outer-inline-json", "unpivot", "melt-nulls-grouped", "local-rows", "pivot",

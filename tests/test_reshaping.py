@@ -121,6 +121,16 @@ CASES = {
         "sum(num) filter (where state = 'TX'), max(num) filter (where state = 'TX'), "
         "list(s._dl_id) || list(distinct d._dl_id) from base_sales s join base_store d on s.s_id = d.s_id "
         "group by s.i_id"),
+    "pivot_of_cte_joined": (
+        "with c as (select d.state, s.i_id, s.num from sales s join store d on s.s_id = d.s_id) "
+        "select i.category, p.ca from c pivot (sum(num) for state in ('CA' as ca, 'NY' as ny)) p "
+        "join item i on i.i_id = p.i_id",
+        "select i.category, sum(s.num) filter (where d.state = 'CA'), list(distinct s._dl_id) || "
+        "list(distinct d._dl_id) || [any_value(i._dl_id)] from base_sales s join base_store d on s.s_id = d.s_id "
+        "join base_item i on i.i_id = s.i_id where d.state in ('CA', 'NY') group by i.i_id, i.category",
+        "select i.category, sum(s.num) filter (where d.state = 'CA'), list(distinct s._dl_id) || "
+        "list(distinct d._dl_id) || [any_value(i._dl_id)] from base_sales s join base_store d on s.s_id = d.s_id "
+        "join base_item i on i.i_id = s.i_id group by i.i_id, i.category"),
     "pivot_no_grouping": (
         "select * from (select i_id, num from sales) pivot (max(num) for i_id in (2, 5))",
         "select max(num) filter (where i_id = 2), max(num) filter (where i_id = 5), "
@@ -129,7 +139,8 @@ CASES = {
 }
 # data lineage leaves out rows that decide that the row exists (a pivoted group's rows of other
 # values, an IN subquery's rows): the oracle re-runs the query on the control lineage only
-CONTROL_ORACLE = {"pivot", "pivot_join_two_aggregates", "pivot_no_grouping", "explode_in_subquery"}
+CONTROL_ORACLE = {"pivot", "pivot_join_two_aggregates", "pivot_of_cte_joined", "pivot_no_grouping",
+                  "explode_in_subquery"}
 # what DuckDB cannot run as Spark wrote it (range's column is range there): no completeness check
 NO_ORACLE = {"range_join", "posexplode_after_join", "lateral_view_outer_empty", "posexplode_unnamed",
              "explode_outer_in_select", "inline", "stack", "json_tuple", "explode_over_aggregate"}
