@@ -47,8 +47,8 @@ class DuckOracle:
     def run(self, spark_sql: str, ids, instances: bool = False) -> list[tuple]:
         """The original query on the base rows whose ids are ``ids``."""
         self.db.execute("DELETE FROM dl_keep")
-        if len(ids):
-            self.db.executemany("INSERT INTO dl_keep VALUES (?)", [[int(i)] for i in ids])
+        if len(ids):  # one statement: a DL of TPC-DS q23 holds hundreds of thousands of ids
+            self.db.execute("INSERT INTO dl_keep SELECT UNNEST(?::BIGINT[])", [[int(i) for i in ids]])
         expression = without_top_k(sqlglot.parse_one(spark_sql, read="spark"))
         if instances:
             expression = self._per_instance(expression)

@@ -136,6 +136,16 @@ CONSTRUCTS = {
                           "where t.m > (select avg(price) from sales) order by t.m",
     "one_row_limit_shared_set": "select s_id, price from sales where price > (select avg(price) from sales) "
                                 "order by price desc, s_id limit 1",
+    # a one-row aggregate joined to every row (a DataFrame's crossJoin with agg): its lineage
+    # is one shared copy (rewriter/one_row_join.py)
+    "one_row_join_grouped": "select s.s_id, count(*) as n from sales s cross join (select avg(num) as a from sales) t "
+                            "where s.num > t.a group by s.s_id",
+    "one_row_join_value": "select s.t_id, s.num - t.a as d from sales s join (select avg(num) as a from sales "
+                          "where price > 10) t on s.price < t.a",
+    "one_row_join_left_from": "select t.m, i.i_name from (select max(num) as m, count(*) as c from sales) t "
+                              "left join item i on i.i_id < t.c",
+    "one_row_join_cte": "with m as (select max(num) as top from sales where price > 5) select s.s_id, sum(s.num) as n "
+                        "from sales s, m group by s.s_id, m.top having sum(s.num) > m.top / 10",
 }
 
 
@@ -314,3 +324,22 @@ def test_surviving_groups_keep_a_null_group(spark, tmp_path):
     assert rows == lineage("surviving_groups")
     null_group = {make_id(session.catalog.tables["t"].code, row) for row in (0, 1)}  # ids 1 and 2
     assert [i for i, _ in rows] == [5] and null_group <= set(rows[0][1])
+
+
+ONE_ROW_JOINS = [name for name in CONSTRUCTS if name.startswith("one_row_join")]
+
+
+@pytest.mark.parametrize("name", ONE_ROW_JOINS)
+@pytest.mark.parametrize("semantics", ["control", "data"])
+def test_a_one_row_aggregate_shared_gives_the_lineage_the_join_gives(paper, name, semantics):
+    """Rewritten without ``one_row_join``, every row carries the aggregate's lineage through
+    the join: the same ids on the same rows."""
+    from dltrace.engine import rewrite_over_catalog
+    from dltrace.rewriter import parse, without
+
+    query = CONSTRUCTS[name]
+    carried = rewrite_over_catalog(parse(query), paper.catalog.tables, paper.schemas({}), {}, semantics=semantics,
+                                   rules=without("one_row_join")).sql(dialect="spark")
+    shared = paper.sql(query, semantics=semantics).collect()
+    assert carried != paper.rewrite(query, semantics=semantics), "one_row_join should apply"
+    assert lineage_bag(paper.run(carried).collect()) == lineage_bag(shared)

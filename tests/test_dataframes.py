@@ -159,6 +159,12 @@ def programs(spark):
             "select n_name, (select count(*) from customer where c_nationkey = n_nationkey) as customers "
             "from nation where not exists (select * from orders where o_custkey = n_nationkey) "
             "and n_regionkey in (select n_regionkey from nation where n_name < 'F')"),
+        "crossJoin-one-row-agg": (  # its lineage a shared copy (rewriter/one_row_join.py)
+            orders.crossJoin(orders.agg(F.avg("o_totalprice").alias("a")))
+                  .where(F.col("o_totalprice") > F.col("a") * 2)
+                  .groupBy("o_orderpriority").agg(F.count("*").alias("n")),
+            "select o_orderpriority, count(*) as n from orders cross join "
+            "(select avg(o_totalprice) as a from orders) t where o_totalprice > t.a * 2 group by o_orderpriority"),
         # rows the program writes carry no ids: a lookup joined to a table, a range grouped with one
         "local-rows": (
             nation.join(spark.createDataFrame([(0, "zero"), (1, "one"), (4, None)], "k int, label string"),
@@ -223,7 +229,8 @@ PROGRAMS = ["filter-select", "sql-strings", "withColumn-rename-drop", "join-grou
             "self-join-alias", "distinct-dropDuplicates", "set-operations", "window-orderBy-limit", "window-frames",
             "when-cast-isin-na", "spark-sql-inside", "subqueries", "local-rows", "range", "explode-split-grouped",
             "explode-selectExpr", "posexplode-named-and-not", "explode-outer-inline-json", "unpivot",
-            "melt-nulls-grouped", "pivot", "pivot-two-aggregates", "pivot-without-values"]
+            "melt-nulls-grouped", "pivot", "pivot-two-aggregates", "pivot-without-values",
+            "crossJoin-one-row-agg"]
 
 
 @pytest.mark.parametrize("name", ["explode-outer-inline-json", "unpivot", "melt-nulls-grouped", "local-rows", "pivot",

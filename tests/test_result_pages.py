@@ -7,6 +7,9 @@ SQL has them) and None for the others, and the same base rows for explain."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from contextlib import nullcontext
 from dataclasses import replace
 
@@ -22,6 +25,7 @@ from dltrace.impact.source import parse_source
 from dltrace.result_pages import from_files
 from dltrace.results import DL, ROW
 from dltrace.spark import session_conf
+from dltrace.table_data import table_rows
 from tests.conftest import stored_before_positions, tpch_copy
 from tpch.queries import load
 
@@ -155,3 +159,57 @@ def test_explain_from_the_files_as_from_spark(pages, name):
     for table, frame in by_spark.items():
         assert first_rows(by_files[table], None) == first_rows(frame, None)
         assert by_files[table].column_names == frame.columns
+
+
+@pytest.fixture(scope="module")
+def in_place(pages, tmp_path_factory):
+    """A table registered in place from three files of several row groups each (with NULLs)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    directory = tmp_path_factory.mktemp("in-place") / "events"
+    directory.mkdir()
+    for part in range(3):
+        keys = [None if k % 11 == 0 else k for k in range(part * 40, part * 40 + 40)]
+        pq.write_table(pa.table({"k": pa.array(keys, pa.int64()), "s": [f"s{k % 5}" for k in range(40)],
+                                 "x": [float(k) / 3 for k in range(40)]}),
+                       directory / f"part-{part}.parquet", row_group_size=7)
+    pages.register("events", directory)
+    assert pages.catalog.entry("events").files, "registered in place"
+    return pages
+
+
+@pytest.mark.parametrize("source", ["events WHERE k < 10", "events WHERE s = 's3' AND NOT k IN (3, 53)",
+                                    "events WHERE k IS NULL OR k BETWEEN 70 AND 90", "events WHERE k = 1000"])
+def test_bad_ids_of_a_table_in_place_by_position_as_from_spark(in_place, source):
+    bad = parse_source(source, in_place.catalog)
+    found = files.bad_ids(in_place.catalog, bad)
+    assert found is not None, "evaluated by pyarrow over the files in place"
+    assert found.tolist() == collect_bad_ids(in_place, bad).tolist()
+
+
+def test_base_rows_of_a_table_in_place_by_position_as_from_spark(in_place):
+    ids = collect_bad_ids(in_place, parse_source("events WHERE k % 9 = 1 OR k IS NULL", in_place.catalog))
+    assert len(ids) > 10
+    picked = np.asarray([*ids[::3], *ids[-2:]], dtype=np.int64)
+    table = files.base_rows(in_place.catalog, "events", None, picked)
+    rows = table_rows(in_place.spark, in_place.catalog, "events")
+    spark = rows.where(rows["_dl_id"].isin([int(i) for i in picked])).orderBy("_dl_id")
+    assert table.column_names == ["_dl_id", "k", "s", "x"]
+    assert table.to_pylist() == [r.asDict() for r in spark.collect()]
+    assert files.base_rows(in_place.catalog, "events", None, np.array([], np.int64)).num_rows == 0
+
+
+def test_impact_and_explain_over_a_table_in_place_start_no_jvm(in_place):
+    """As over copied tables: the command line answers from the files, with no Java to start."""
+    in_place.save(in_place.sql("select s, count(*) as n, max(x) as top from events group by s"), "ev_by_s")
+    env = {**os.environ, "JAVA_HOME": "/nonexistent/no-jvm-for-this-test", "SPARK_REMOTE": "",
+           "DLTRACE_SERVER": "off"}
+    catalog = str(in_place.catalog.directory)
+    for args in (["impact", "--source", "events WHERE k = 3"], ["impact", "--source", "events WHERE k = 3",
+                                                                   "--result", "ev_by_s"],
+                 ["explain", "--result", "ev_by_s", "--row", "0"]):
+        done = subprocess.run([sys.executable, "-m", "dltrace", *args, "--catalog", catalog], capture_output=True,
+                              text=True, env=env, timeout=300)
+        assert done.returncode == 0 and done.stderr == "", done.stderr
+        assert "s3" in done.stdout or "explain" in args[0], done.stdout

@@ -91,6 +91,30 @@ def test_q15_summary_separates_the_supplier_from_three_months_of_lineitems(tpch,
     assert months.recall == 1.0 and months.precision == 1.0 and summary["lineitem"].covered == 1.0
 
 
+def test_a_pattern_on_the_key_is_shown_where_it_covers_the_same_rows(spark, tmp_path):
+    """Issue 56: a row found by a value that happens to be unique (``lat``) is described by the
+    table's key (``faa``); a pattern whose rows no key pattern covers exactly is kept."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from dltrace.session import LineageSession
+
+    pq.write_table(pa.table({"faa": ["ANC", "BOS", "HNL", "JFK", "LAX", "OGG", "ORD", "SFO"],
+                             "lat": [61.17, 42.36, 21.318681, 40.64, 33.94, 20.9, 41.98, 37.62],
+                             "tz": [-9, -5, -10, -5, -8, -10, -6, -8]}), tmp_path / "airports.parquet")
+    pq.write_table(pa.table({"id": list(range(1, 9)), "g": ["a", "b", "a", "b", "b", "c", "c", "c"],
+                             "v": [5, 1, 9, 2, 7, 3, 8, 4]}), tmp_path / "things.parquet")
+    session = LineageSession(tmp_path / "catalog", spark=spark)
+    session.register("airports", tmp_path / "airports.parquet", key=["faa"], order_by=["faa"])
+    session.register("things", tmp_path / "things.parquet", key=["id"], order_by=["id"])
+    session.save(session.sql("select faa, tz from airports where lat between 21 and 22"), "hnl")
+    session.save(session.sql("select count(*) as n from things where g = 'b'"), "bs")
+    (honolulu,) = session.summarize("hnl", 0, 3).tables
+    assert [(p.predicate, p.recall, p.table_rows) for p in honolulu.patterns] == [("faa = 'HNL'", 1.0, 1)]
+    (things,) = session.summarize("bs", 0, 3).tables
+    assert [(p.predicate, p.recall, p.precision) for p in things.patterns] == [("g = 'b'", 1.0, 1.0)]
+
+
 def test_a_sampled_summary_states_its_error(tpch, saved):
     """Learned on 300 of Q6's 1191 lineitem rows: estimates with intervals that hold the
     figures DuckDB counts over the whole lineage."""

@@ -79,6 +79,62 @@ def test_result_rows_and_their_dl_counts_are_the_python_apis(client, demo, name,
                                  for c, v in want.items() if c not in ("_row", "DL")}
 
 
+FILTERS = [("c_nationkey = 4 AND c_custkey < 200", "revenue", True),  # pyarrow evaluates it
+           ("c_nationkey = 7", "", False), ("revenue > 3000000", "c_custkey", True),  # a decimal: Spark's
+           ("c_nationkey IN (1, 2) OR _row < 3", "c_nationkey", False)]
+
+
+@pytest.mark.parametrize("text, sort, descending", FILTERS)
+def test_a_result_page_filtered_and_sorted_is_sparks_where_and_order_by(client, demo, text, sort, descending):
+    expected = [r.asDict() for r in ordered(demo.result("custrev").where(text), sort, descending, "_row").collect()]
+    first = get(client, "/api/results/custrev", filter=text, sort=sort, desc=int(descending), limit=5)
+    second = get(client, "/api/results/custrev", filter=text, sort=sort, desc=int(descending), limit=5, offset=5)
+    assert first["matched"] == second["matched"] == len(expected) > 5 and first["total"] == 1000
+    assert [r["_row"] for r in first["rows"] + second["rows"]] == [r["_row"] for r in expected[:10]]
+    assert [r["values"]["c_custkey"] for r in first["rows"]] == [r["c_custkey"] for r in expected[:5]]
+
+
+def ordered(frame, sort: str, descending: bool, tie: str):
+    """``frame`` as Spark's ``ORDER BY sort [DESC], tie`` orders it (NULLs first ascending)."""
+    from pyspark.sql import functions as F
+
+    if not sort:
+        return frame.orderBy(tie)
+    return frame.orderBy(F.col(sort).desc_nulls_last() if descending else F.col(sort).asc_nulls_first(), tie)
+
+
+@pytest.mark.parametrize("table, text, sort, descending", [
+    ("nation", "n_name = GERMANY", "", False), ("orders", "o_orderpriority = 1-URGENT", "o_totalprice", True),
+    ("orders", "o_totalprice > 400000", "o_orderdate", False), ("customer", "", "c_acctbal", True)])
+def test_a_table_page_filtered_and_sorted_is_sparks(client, demo, table, text, sort, descending):
+    """``column = value`` needs no quotes; other predicates are SQL; a table's rows without a sort
+    are in ``_dl_id`` order."""
+    where = {"n_name = GERMANY": "n_name = 'GERMANY'", "o_orderpriority = 1-URGENT": "o_orderpriority = '1-URGENT'"}
+    from dltrace.table_data import table_rows
+
+    frame = table_rows(demo.spark, demo.catalog, table)
+    if text:
+        frame = frame.where(where.get(text, text))
+    expected = [r.asDict() for r in ordered(frame, sort, descending, "_dl_id").limit(20).collect()]
+    page = get(client, f"/api/tables/{table}", filter=text, sort=sort, desc=int(descending), limit=20)
+    assert page["matched"] == frame.count() and page["total"] == demo.catalog.tables[table].rows
+    assert page["columns"][0] == "_dl_id" and page["key"] == demo.catalog.tables[table].key
+    assert [int(r["_dl_id"]) for r in page["rows"]] == [r["_dl_id"] for r in expected]
+
+
+def test_filters_pyarrow_evaluates_start_no_spark(demo, monkeypatch):
+    """A filter of comparisons with literals, a sort and a table's page are read by pyarrow alone."""
+    import dltrace.spark
+    from dltrace.session import LineageSession
+
+    monkeypatch.setattr(LineageSession, "spark", property(lambda self: pytest.fail("Spark was asked for")))
+    monkeypatch.setattr(dltrace.spark, "get_spark", lambda *a, **k: pytest.fail("Spark was started"))
+    with TestClient(create_app(demo.catalog.directory), base_url="http://127.0.0.1") as fresh:
+        assert get(fresh, "/api/results/custrev", filter="c_custkey = 4")["rows"][0]["values"]["c_custkey"] == 4
+        assert get(fresh, "/api/results/natrev", sort="n_name", desc=1)["matched"] == 25
+        assert get(fresh, "/api/tables/nation", filter="n_regionkey = 3", sort="n_name")["matched"] == 5
+
+
 def test_why_gives_explains_rows_and_the_results_it_went_through(client, demo):
     answer = get(client, "/api/results/natrev/0/why", limit=50)
     explained = demo.explain("natrev", 0)
@@ -221,6 +277,13 @@ BAD = [
     ("/api/impact", {"source": DEMO_BAD_ROW, "result": "nosuch"}, 404, "no saved result"),
     ("/api/impact/export", {"source": DEMO_BAD_ROW, "format": "xml"}, 400, "csv or json"),
     ("/api/nosuch", {}, 404, "no such page"),
+    ("/api/results/custrev", {"filter": "c_custkey = = 1"}, 400, "filter: the predicate does not parse"),
+    ("/api/results/custrev", {"filter": "nosuch > 1"}, 400, "filter: custrev has no column nosuch"),
+    ("/api/results/custrev", {"filter": "count(*) > 1"}, 400, "without aggregate"),
+    ("/api/results/custrev", {"filter": "c_custkey IN (SELECT 1)"}, 400, "without subqueries"),
+    ("/api/results/custrev", {"sort": "nosuch"}, 400, "sort: custrev has no column nosuch"),
+    ("/api/tables/orders", {"filter": "o_orderkey = = 1"}, 400, "filter: the predicate does not parse"),
+    ("/api/tables/nosuch", {}, 400, "table 'nosuch' is not registered"),
 ]
 
 
@@ -250,6 +313,8 @@ def test_the_explorer_never_writes_to_the_catalog(client, demo):
     before = catalog_files(demo.catalog.directory)
     assert len(before) > 10
     for path, params in [("/", {}), ("/app.js", {}), ("/api/pipeline", {}), ("/api/results/natrev", {"limit": 25}),
+                         ("/api/results/custrev", {"filter": "revenue > 10", "sort": "c_nationkey"}),
+                         ("/api/tables/orders", {"filter": "o_orderkey < 5", "sort": "o_totalprice"}),
                          ("/api/results/natrev/1/why", {}), ("/api/results/natrev/1/sources/customer", {"offset": 5}),
                          ("/api/results/natrev/1/summary", {}), ("/api/results/natrev/1/reasons", {}),
                          ("/api/results/natrev/1/granules", {"on": "c_mktsegment"}),
@@ -335,3 +400,45 @@ def test_a_result_saved_while_the_page_is_open_shows_in_the_next_answer_and_its_
             if demo.store.exists(name):
                 demo.drop_result(name)
     assert client.get("/api/results/toporders").status_code == 404
+
+
+def test_why_reads_a_pages_source_rows_only_and_impacts_keep_their_bad_ids(client, demo, monkeypatch):
+    """A DL of 75,000 ids: its page counts them per table, its why reads 20 source rows of each
+    table, not all; an impact asked result after result finds the bad ids once."""
+    from dltrace.impact import files, search
+
+    demo.save(demo.sql("select count(*) as n from lineitem join orders on l_orderkey = o_orderkey"), "alllines")
+    try:
+        tables = demo.catalog.tables
+        page = get(client, "/api/results/alllines")
+        assert page["rows"][0]["dl"] == {t: tables[t].rows for t in sorted(("lineitem", "orders"),
+                                                                           key=lambda t: tables[t].code)}
+        read, found = [], []
+        base_rows = files.base_rows
+        monkeypatch.setattr(files, "base_rows", lambda *a: read.append(len(a[3])) or base_rows(*a))
+        why = get(client, "/api/results/alllines/0/why", limit=20)
+        assert why["ids"]["lineitem"] == tables["lineitem"].rows and len(why["tables"]["lineitem"]["rows"]) == 20
+        assert read and max(read) <= 20
+        bad_ids = search.bad_ids
+        monkeypatch.setattr(search, "bad_ids", lambda *a, **k: found.append(1) or bad_ids(*a, **k))
+        source = "orders WHERE o_orderkey = 7"
+        one = {name: get(client, "/api/impact", source=source, result=name)["results"][name]
+               for name in ("custrev", "natrev", "alllines")}
+        assert found == [1]
+        expected = demo.impact(source)
+        assert {name: r["count"] for name, r in one.items()} == {name: f.count() for name, f in expected.items()}
+    finally:
+        demo.drop_result("alllines")
+
+
+def test_kept_row_orders_stay_within_their_bytes(monkeypatch):
+    """Row orders and bad ids are numpy arrays of 8 bytes a row: the oldest go past CACHED_BYTES."""
+    import numpy as np
+
+    from dltrace.ui import app as ui_app
+
+    monkeypatch.setattr(ui_app, "CACHED_BYTES", 1000)
+    explorer = ui_app.Explorer("/nonexistent")
+    for k in range(5):
+        explorer.cached_page(("order", k), lambda: np.zeros(50, dtype=np.int64))  # 400 bytes each
+    assert list(explorer.pages) == [("order", 3), ("order", 4)]

@@ -32,11 +32,14 @@ class Explained(dict):
         self.ids = ids
 
 
-def explain(session: Engine, result: str, row: int, from_files: bool = False) -> Explained:
+def explain(session: Engine, result: str, row: int, from_files: bool = False,
+            page: tuple[int, int] | None = None) -> Explained:
     """``{table: DataFrame of its base rows in DL(row)}``: ``_dl_id`` then the table's columns
     (``Explained``: also how many ids each table gave).  With ``from_files``, a table whose
     rows pyarrow reads as Spark would gives a pyarrow Table instead (``files.base_rows``; the
-    command line), and Spark is not started for it."""
+    command line), and Spark is not started for it.  With ``page`` ``(offset, limit)``, only
+    the rows of each table's ids ``offset`` to ``offset + limit`` (in id order) are fetched:
+    the explorer's pages of a DL of millions of ids read a page's rows, not millions."""
     import pyarrow as pa
     from pyspark.sql import functions as F
 
@@ -48,6 +51,8 @@ def explain(session: Engine, result: str, row: int, from_files: bool = False) ->
     for code, ids in sorted(ids_by_code.items()):
         table = session.catalog.table_of_code(code)
         explained.ids[table] = len(ids)
+        if page is not None:
+            ids = ids[page[0]:page[0] + page[1]]
         read = files.base_rows(session.catalog, table, saved.lineage_tables.get(table), ids) if from_files else None
         if read is not None:
             explained[table] = read

@@ -3,14 +3,15 @@
 (docs/performance.md, 2026-11-28: 1.3 s and 1.4 s on the demo catalog).  Where these
 readers cannot give what Spark would, they answer None and the caller asks Spark.
 
-**Bad ids** (``bad_ids``): a copied table (``_dl_id`` stored; an in-place table's ids are
-computed as Spark reads it) of fewer than ``KEY_INDEX_MIN_ROWS`` rows, and a predicate made
+**Bad ids** (``bad_ids``): a table of at most ``ARROW_SCAN_MAX_ROWS`` rows, copied
+(``_dl_id`` stored) or read in place (ids by position, ``impact/in_place.py``, its files
+checked unchanged as Spark's reads check them), and a predicate made
 of comparisons of a column with a literal of its own kind (integers of the column's range;
 strings by equality), IN lists, BETWEEN, IS NULL, AND, OR and NOT: evaluated by pyarrow with
 SQL's three-valued logic (an IN list as ORs of equalities, so that NOT IN over NULL is NULL).
 
-**Base rows** (``base_rows``): a copied table's rows by id, of one data version, whose
-columns are all of types pyarrow gives as Spark does.
+**Base rows** (``base_rows``): a table's rows by id (in place: by position), of one data
+version, whose columns are all of types pyarrow gives as Spark does.
 
 **Stored impact** (``affected_rows``):
 
@@ -37,14 +38,22 @@ from sqlglot import exp
 
 from dltrace.catalog import ID_COLUMN, Catalog
 from dltrace.ids import ROW_BITS
-from dltrace.impact.key_index import KEY_INDEX_MIN_ROWS
+from dltrace.impact.in_place import ids_where as in_place_ids
+from dltrace.impact.in_place import rows_by_id
 from dltrace.impact.source import Source
 from dltrace.result_format import DL, INDEX_ID, ROW, SHARED_ID, SHARED_REFS, SHARED_SET, SavedResult
-from dltrace.result_pages import dataset, every_row, parquet_dataset, plain_types, read, rows_at
-from dltrace.table_data import version_files
+from dltrace.result_pages import dataset, numbered, parquet_dataset, plain_types, read, rows_at
+from dltrace.table_data import checked_files
 
 T = TypeVar("T")
 Pairs = tuple[np.ndarray, np.ndarray]  # (row numbers, ids) of equal length, pair by pair
+# the bad ids of a table up to this size are found by scanning the predicate's columns (about
+# a second for 100M rows of one column); Spark, its key index, beyond
+ARROW_SCAN_MAX_ROWS = 100_000_000
+# a search reads the saved rows a batch at a time: about this many bytes of DLs (a row's DL
+# may hold a million ids, or one)
+STREAMED_BYTES = 32 << 20
+MOST_STREAMED_ROWS = 1 << 17
 
 
 def or_none(read: Callable[..., T]) -> Callable[..., T | None]:
@@ -73,11 +82,10 @@ def affected_rows(store, result: SavedResult, ids: np.ndarray, use_index: bool =
     rows, hit_ids = hit_pairs(store, result, np.asarray(ids, dtype=np.int64), use_index,
                               {} if searched is None else searched)
     hit_rows, starts = np.unique(rows, return_index=True)  # pairs are sorted by row, then id
-    table = rows_at(store, result, hit_rows)
+    table = rows_at(store, result, hit_rows, list(result.columns))  # not their DLs, which may be huge
     narrowed = pa.ListArray.from_arrays(pa.array(np.append(starts, len(rows)), pa.int32()),
                                         pa.array(hit_ids, pa.int64()))
-    kept = [c for c in table.column_names if c not in (DL, SHARED_REFS)]
-    return table.select(kept).append_column(DL, narrowed)
+    return table.append_column(DL, narrowed)
 
 
 def hit_pairs(store, result: SavedResult, ids: np.ndarray, use_index: bool, searched: dict) -> Pairs:
@@ -111,9 +119,7 @@ def id_pairs(store, result: SavedResult, wanted: np.ndarray, use_index: bool) ->
     if use_index and result.index:
         found = read(dataset(store, result.index), [INDEX_ID, ROW], ds.field(INDEX_ID).isin(wanted))
         return found.column(ROW).to_numpy(), found.column(INDEX_ID).to_numpy()
-    rows, ids = exploded(store, result, DL)
-    kept = np.isin(ids, wanted)
-    return rows[kept], ids[kept]
+    return exploded(store, result, DL, wanted)
 
 
 def shared_pairs(store, result: SavedResult, ids: np.ndarray) -> Pairs:
@@ -123,18 +129,45 @@ def shared_pairs(store, result: SavedResult, ids: np.ndarray) -> Pairs:
     found = read(dataset(store, result.shared), [SHARED_SET, SHARED_ID], ds.field(SHARED_ID).isin(ids))
     if not found.num_rows:
         return no_pairs()
-    rows, sets = exploded(store, result, SHARED_REFS)
-    return joined(rows, sets, found.column(SHARED_SET).to_numpy(), found.column(SHARED_ID).to_numpy())
+    sets = found.column(SHARED_SET).to_numpy()
+    rows, named = exploded(store, result, SHARED_REFS, np.unique(sets))
+    return joined(rows, named, sets, found.column(SHARED_ID).to_numpy())
 
 
-def exploded(store, result: SavedResult, column: str) -> Pairs:
-    """``(row, element)`` for each element of list ``column`` (``DL``, ``DL_shared``) of every saved row."""
+def exploded(store, result: SavedResult, column: str, wanted: np.ndarray) -> Pairs:
+    """``(row, element)`` for each element of list ``column`` (``DL``, ``DL_shared``) of a
+    saved row that is one of ``wanted``: read a batch of rows at a time, so that memory holds
+    one batch's lists and the hits, whatever the result's size."""
+    import pyarrow as pa
     import pyarrow.compute as pc
 
-    table = every_row(store, result, [column])
-    lists = table.column(column).combine_chunks()
-    owners = pc.list_parent_indices(lists).to_numpy(zero_copy_only=False)
-    return table.column(ROW).to_numpy()[owners], pc.list_flatten(lists).to_numpy(zero_copy_only=False)
+    found = [no_pairs()]
+    parts = dataset(store, result.data)
+    batches = parts.to_batches(columns=[result.numbering, column], batch_size=rows_per_batch(parts, column),
+                               use_threads=False)
+    for batch in batches:
+        table = numbered(result, pa.Table.from_batches([batch]))
+        lists = table.column(column).combine_chunks()
+        elements = pc.list_flatten(lists).to_numpy(zero_copy_only=False)
+        kept = np.isin(elements, wanted)
+        if kept.any():
+            owners = pc.list_parent_indices(lists).to_numpy(zero_copy_only=False)[kept]
+            found.append((table.column(ROW).to_numpy()[owners], elements[kept]))
+    rows, elements = (np.concatenate(part) for part in zip(*found))
+    return rows.astype(np.int64), elements.astype(np.int64)
+
+
+def rows_per_batch(parts, column: str) -> int:
+    """Rows of a batch that holds about ``STREAMED_BYTES`` of ``column`` (as the first row
+    group of the files has it): a few rows of huge DLs, many of small ones."""
+    for fragment in parts.get_fragments():
+        for number in range(fragment.metadata.num_row_groups):
+            group = fragment.metadata.row_group(number)
+            size = sum(group.column(c).total_uncompressed_size for c in range(group.num_columns)
+                       if group.column(c).path_in_schema.split(".")[0] == column)
+            if group.num_rows:
+                return int(min(MOST_STREAMED_ROWS, max(1, STREAMED_BYTES * group.num_rows // max(size, 1))))
+    return MOST_STREAMED_ROWS
 
 
 def joined(rows: np.ndarray, keys: np.ndarray, other_keys: np.ndarray, values: np.ndarray) -> Pairs:
@@ -166,11 +199,17 @@ def bad_ids(catalog: Catalog, source: Source) -> np.ndarray | None:
     entry = catalog.entry(source.table)
     rows = next((old["rows"] for old in entry.previous if old["version"] == source.version), entry.rows)
     schema = entry.version_schema(source.version)
-    if version_files(entry, source.version) or rows >= KEY_INDEX_MIN_ROWS or not schema:
+    if rows > ARROW_SCAN_MAX_ROWS or not schema:
         return None
     condition = arrow_condition(source.predicate, source.table, schema)
     if condition is None:
         return None
+    entry, in_place = checked_files(catalog, source.table, source.version)
+    if in_place:  # ids by position in the files; a predicate on _dl_id is left to Spark
+        read_columns = sorted({schema_name(schema, c.name) for c in source.predicate.find_all(exp.Column)})
+        if None in read_columns or ID_COLUMN in read_columns:
+            return None
+        return in_place_ids(entry.code, in_place, condition, read_columns)
     found = read(parquet_dataset(catalog.data_path(source.table, source.version)), [ID_COLUMN], condition)
     return np.unique(found.column(0).to_numpy().astype(np.int64))
 
@@ -242,6 +281,11 @@ class ArrowCondition:
         return OPERATORS[comparison](ds.field(field), found)
 
 
+def schema_name(schema: dict[str, str], name: str) -> str | None:
+    """The name ``schema`` gives a column (Spark's names are case-insensitive), or None."""
+    return next((column for column in schema if column.lower() == name.lower()), None)
+
+
 def literal_value(node: exp.Expression, kind: str) -> int | str | None:
     """A literal's value for a column of Spark type ``kind``: an integer in that type's range,
     or a string for a string column; None for anything else (Spark would cast)."""
@@ -267,8 +311,11 @@ def base_rows(catalog: Catalog, table: str, versions: list[int] | None, ids: np.
     entry = catalog.entry(table)
     version = (versions or [None])[0]
     schema = entry.version_schema(version)
-    if len(versions or [None]) > 1 or version_files(entry, version) or not schema or not plain_types(schema):
+    if len(versions or [None]) > 1 or not schema or not plain_types(schema):
         return None
+    entry, in_place = checked_files(catalog, table, version)
+    if in_place:
+        return rows_by_id(entry.code, in_place, ids, [c for c in schema if c != ID_COLUMN])
     columns = [ID_COLUMN, *(c for c in schema if c != ID_COLUMN)]
     found = read(parquet_dataset(catalog.data_path(table, version)), columns, ds.field(ID_COLUMN).isin(ids))
     return found.take(pc.sort_indices(found.column(ID_COLUMN)))

@@ -147,9 +147,10 @@ def int_column(frame) -> np.ndarray:
 
 
 def stored_impact(session: Engine, source: Source, saved: SavedResult, use_index: bool = True,
-                  from_files: bool = False):
-    """The rows of ``saved`` whose DL overlaps the bad ids, ``DL`` narrowed to those ids."""
-    ids = bad_ids(session, source, from_files)
+                  from_files: bool = False, ids: np.ndarray | None = None):
+    """The rows of ``saved`` whose DL overlaps the bad ids, ``DL`` narrowed to those ids
+    (``ids``: the bad ids when already known, as the explorer asks result after result)."""
+    ids = bad_ids(session, source, from_files) if ids is None else ids
     if not len(ids):
         warnings.warn(ImpactWarning(f"no rows match the source '{source.text}': nothing is affected"), stacklevel=3)
     store = ResultStore(session.catalog)

@@ -58,24 +58,30 @@ def parse_source(text: str, catalog: Catalog) -> Source:
     entry = catalog.entry(table)
     if version is not None:
         catalog.data_path(table, int(version))  # raises if there is no such version
-    predicate = _parse_predicate(predicate_text, table)
-    if any(node.find_ancestor(exp.Query) is None for node in predicate.find_all(exp.AggFunc, exp.Window)):
-        raise BadInput(f"--source: the predicate must be a condition on single rows of {table}, "
-                       f"without aggregate or window functions: {predicate.sql(dialect='spark')}")
-    columns = {c.lower() for c in entry.schema} | {ID_COLUMN}
-    for column in _own_columns(predicate):
-        if column.table and column.table.lower() != table:
-            raise BadInput(
-                f"--source: the predicate can only use columns of {table}, not {column.sql(dialect='spark')}"
-            )
-        if column.name.lower() not in columns:
-            raise UnknownColumn(
-                f"--source: {table} has no column {column.name} (it has {', '.join(entry.schema)}, {ID_COLUMN})"
-            )
+    predicate = checked_predicate(predicate_text, table, [*entry.schema, ID_COLUMN], "--source")
     return Source(table, int(version) if version is not None else None, predicate)
 
 
-def _parse_predicate(text: str, table: str) -> exp.Expression:
+def checked_predicate(text: str, table: str, columns: list[str], label: str) -> exp.Expression:
+    """``text`` as a condition on single rows of ``table`` over its ``columns`` (subqueries
+    may read other tables); a parse error, an aggregate or another column is ``BadInput``,
+    said in one line that starts with ``label``."""
+    predicate = _parse_predicate(text, table, label)
+    if any(node.find_ancestor(exp.Query) is None for node in predicate.find_all(exp.AggFunc, exp.Window)):
+        raise BadInput(f"{label}: the predicate must be a condition on single rows of {table}, "
+                       f"without aggregate or window functions: {predicate.sql(dialect='spark')}")
+    known = {c.lower() for c in columns}
+    for column in _own_columns(predicate):
+        if column.table and column.table.lower() != table:
+            raise BadInput(
+                f"{label}: the predicate can only use columns of {table}, not {column.sql(dialect='spark')}"
+            )
+        if column.name.lower() not in known:
+            raise UnknownColumn(f"{label}: {table} has no column {column.name} (it has {', '.join(columns)})")
+    return predicate
+
+
+def _parse_predicate(text: str, table: str, label: str) -> exp.Expression:
     prefix = f"SELECT 1 FROM {table} WHERE "
     try:
         statements = sqlglot.parse(prefix + text, read="spark")
@@ -87,15 +93,15 @@ def _parse_predicate(text: str, table: str) -> exp.Expression:
             max(int(first.get("col", len(prefix))) - len(prefix), 1) if first.get("line", 1) == 1 else first.get("col")
         )
         raise BadInput(
-            f"--source: the predicate does not parse at column {column}"
+            f"{label}: the predicate does not parse at column {column}"
             f"{f' near {near!r}' if near else ''}: {description}"
         ) from None
     except TokenError as error:
-        raise BadInput(f"--source: the predicate does not parse: {error}") from None
+        raise BadInput(f"{label}: the predicate does not parse: {error}") from None
     select = statements[0] if len(statements) == 1 and isinstance(statements[0], exp.Select) else None
     clauses = {key for key, value in select.args.items() if value} if select is not None else set()
     if select is None or not clauses <= {"expressions", "from", "from_", "where"}:
-        raise BadInput(f"--source: after WHERE give one predicate over {table}'s columns, got {text!r}")
+        raise BadInput(f"{label}: after WHERE give one predicate over {table}'s columns, got {text!r}")
     return select.args["where"].this.copy()
 
 

@@ -49,6 +49,7 @@ from dltrace.rewriter.grouped_value_join import grouped_value_join
 from dltrace.rewriter.inequality_split import inequality_split
 from dltrace.rewriter.join import join
 from dltrace.rewriter.literal_rows import literal_rows
+from dltrace.rewriter.one_row_join import one_row_join
 from dltrace.rewriter.output import DL, SharedLineage, output
 from dltrace.rewriter.pivot import pivot
 from dltrace.rewriter.projection import projection
@@ -96,10 +97,11 @@ RULES: tuple[Phase, ...] = (
     # equivalent ones the scope rules know (distinct set operations and SEMI/ANTI joins into
     # EXISTS and DISTINCT, DISTINCT into GROUP BY); under control semantics join an EXISTS
     # the plan is better off joining (a speed-up); then copy the expression subqueries, which
-    # must see every subquery the earlier rules made, and point a copy over all of a grouped
-    # CTE at the rows it groups (a speed-up).
+    # must see every subquery the earlier rules made, copy a one-row aggregate joined to
+    # every row into its SELECT list, to be shared, and point a copy over all of a grouped
+    # CTE at the rows it groups (speed-ups).
     Phase("prepare", (qualify, refuse_unsupported, unpivot, generator, number_instances, pivot,
-                      distinct_set_operations, semi_anti_join, distinct, exists_join, subquery_copies,
+                      distinct_set_operations, semi_anti_join, distinct, exists_join, subquery_copies, one_row_join,
                       ungrouped_copies)),
     # Per scope, innermost first: the sources' lineage (literal rows: none; base tables, saved
     # results, subqueries, CTEs, outer joins), WHERE subqueries before grouping (a correlated aggregate and its

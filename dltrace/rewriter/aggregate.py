@@ -295,7 +295,7 @@ def filter_selectivity(select: exp.Select | None) -> dict[str, float]:
     tables' columns, and disjunctions are taken to keep every row.
     """
     kept: dict[str, float] = {}
-    for condition in _and_parts(select.args.get("where") if select else None):
+    for condition in conjuncts(select.args.get("where") if select else None):
         columns = list(condition.find_all(exp.Column))
         if len({c.table for c in columns}) != 1 or condition.find(exp.Subquery, exp.Select):
             continue
@@ -303,15 +303,6 @@ def filter_selectivity(select: exp.Select | None) -> dict[str, float]:
         if fraction is not None:
             kept[columns[0].table] = kept.get(columns[0].table, 1.0) * fraction
     return kept
-
-
-def _and_parts(condition: exp.Expression | None) -> list[exp.Expression]:
-    """The AND-ed parts of a condition, through parentheses."""
-    parts = []
-    for part in conjuncts(condition):
-        part = part.unnest()
-        parts.extend(_and_parts(part) if isinstance(part, exp.And) else [part])
-    return parts
 
 
 def _kept_by(condition: exp.Expression) -> float | None:

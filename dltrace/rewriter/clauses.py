@@ -65,11 +65,14 @@ def catalog_type(column: exp.Column, source: exp.Expression | None, schemas: dic
 
 
 def conjuncts(condition: exp.Expression | None) -> list[exp.Expression]:
-    """The AND-ed parts of a condition (of a WHERE clause, or an ON condition)."""
+    """The AND-ed parts of a condition (of a WHERE clause, or an ON condition), through
+    parentheses: ``(a = b) AND (c AND d)``, as a DataFrame's ``&`` is written, is a, c and d."""
     if condition is None:
         return []
-    condition = condition.this if isinstance(condition, exp.Where) else condition
-    return list(condition.flatten()) if isinstance(condition, exp.And) else [condition]
+    condition = (condition.this if isinstance(condition, exp.Where) else condition).unnest()
+    if isinstance(condition, exp.And):
+        return [part for side in (condition.this, condition.expression) for part in conjuncts(side)]
+    return [condition]
 
 
 def correlation(condition: exp.Expression, scope: Scope) -> tuple[exp.Column, exp.Column] | None:

@@ -82,13 +82,13 @@ def _reads_tables_only(scope: Scope, context: RewriteContext) -> bool:
             return False
     if any(isinstance(e, exp.Star) or isinstance(e.this, exp.Star) for e in select.expressions):
         return False
-    if _nondeterministic(select):
+    if nondeterministic(select):
         return False
     # arrays_zip names its struct's fields after its argument columns, which the rule renames
     return not any(node.find(exp.Select, exp.ArraysZip) for node in _read_parts(select))
 
 
-def _nondeterministic(node: exp.Expression) -> bool:
+def nondeterministic(node: exp.Expression) -> bool:
     """Anything non-deterministic in ``node``, its subqueries (the EXISTS's own WHERE) included."""
     return any((f.name.lower() if isinstance(f, exp.Anonymous) else f.key) in NONDETERMINISTIC
                for f in node.find_all(exp.Func))

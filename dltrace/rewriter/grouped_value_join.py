@@ -217,14 +217,9 @@ def _local_conjuncts(query: exp.Select, keys: list[tuple[exp.Column, exp.Column]
     unless ``reduction``)."""
     correlation = {exp.EQ(this=inner, expression=outer).sql() for inner, outer in keys} | {
         exp.EQ(this=outer, expression=inner).sql() for inner, outer in keys}
-    pending, found = conjuncts(query.args.get("where")), []
-    while pending:  # a semi-join reduction ANDs its keys to the copy's WHERE: (corr AND filters) AND keys
-        part = pending.pop(0).unnest()
-        if isinstance(part, exp.And):
-            pending[:0] = conjuncts(part)
-        elif part.sql() not in correlation and (not is_key_reduction(part) or reduction and _plain_keys(part)):
-            found.append(part)
-    return found
+    # a semi-join reduction ANDs its keys to the copy's WHERE: (corr AND filters) AND keys
+    return [part for part in conjuncts(query.args.get("where")) if part.sql() not in correlation
+            and (not is_key_reduction(part) or reduction and _plain_keys(part))]
 
 
 def _plain_keys(reduction: exp.Expression) -> bool:

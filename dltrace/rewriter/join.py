@@ -20,7 +20,7 @@ from sqlglot.optimizer.scope import Scope
 
 from dltrace.rewriter.base_table import base_table
 from dltrace.rewriter.clauses import conjuncts
-from dltrace.rewriter.context import RewriteContext, unsupported
+from dltrace.rewriter.context import ONE_ROW, RewriteContext, unsupported
 from dltrace.rewriter.derived_table import derived_table
 from dltrace.rewriter.keys import single_row_sources
 from dltrace.rewriter.literal_rows import is_literal_function
@@ -33,6 +33,8 @@ JOIN_KINDS = {"", "INNER", "CROSS", "OUTER"}
 def source_lineage(source: exp.Expression, scope: Scope, context: RewriteContext) -> tuple[Term, ...]:
     """Lineage of one FROM/JOIN source: a registered table, a saved result, a CTE, a subquery
     or literal rows (``range``: none)."""
+    if source.meta.get(ONE_ROW):  # its lineage is a shared copy in the SELECT list (one_row_join)
+        return ()
     if is_literal_function(source) or source.args.get("pivots"):  # a PIVOT's lineage is joined beside it (pivot)
         return ()
     alias = source.alias_or_name

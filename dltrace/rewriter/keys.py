@@ -18,6 +18,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from dltrace.rewriter.clauses import conjuncts, sources
+from dltrace.rewriter.context import ONE_ROW
 
 
 def single_row_sources(select: exp.Select, table_keys: dict[str, list[str]]) -> set[str]:
@@ -49,6 +50,8 @@ def _join_graph(select: exp.Select, table_keys: dict[str, list[str]]):
         for alias, source in by_alias.items()
         if isinstance(source, exp.Table)
     }
+    # a one-row aggregate (one_row_join) has the empty key: any row pins its one row
+    keys.update({alias: [set()] for alias, source in by_alias.items() if source.meta.get(ONE_ROW)})
     return by_alias, keys, _equalities(select)
 
 

@@ -115,16 +115,22 @@ def _copy_subqueries(select: exp.Select, context: RewriteContext) -> None:
         if _always_empty(query, select) and not query.meta.get(WHOLE_INPUT):
             continue
         query.meta[COPY_OF] = next(context.copy_numbers)
-        copy = query.copy()
-        copy.meta[SKIP] = False
-        copy.meta[CLAUSE] = clause
+        copy = place_copy(select, query, clause, f"{COPY_ALIAS}{index}")
         if query.meta.get(WHOLE_INPUT):
             copy.set("where", None)
-        placeholder = exp.Alias(this=exp.Subquery(this=copy), alias=exp.to_identifier(f"{COPY_ALIAS}{index}"))
-        select.append("expressions", placeholder)
         for inner in list(copy.find_all(exp.Select)):  # the copy itself first, then its inner queries
             if not is_skipped(inner):
                 _copy_subqueries(inner, context)
+
+
+def place_copy(select: exp.Select, query: exp.Expression, clause: str, name: str) -> exp.Expression:
+    """Put a lineage copy of ``query`` (``clause``: where it stands) in ``select``'s SELECT
+    list as ``name``, and return it (it keeps ``query``'s meta, ``COPY_OF`` included)."""
+    copy = query.copy()
+    copy.meta[SKIP] = False
+    copy.meta[CLAUSE] = clause
+    select.append("expressions", exp.Alias(this=exp.Subquery(this=copy), alias=exp.to_identifier(name)))
+    return copy
 
 
 def _always_empty(query: exp.Expression, select: exp.Select) -> bool:

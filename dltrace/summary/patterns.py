@@ -231,3 +231,46 @@ def _candidates(column: Column, values: np.ndarray, members: np.ndarray) -> list
         ends = [*cuts, len(distinct) - 1]
         spans += [(distinct[s], distinct[e]) for s, e in zip(starts, ends)] if cuts else []
     return [Constraint(column, low=float(low), high=float(high)) for low, high in spans]
+
+
+def prefer_keys(patterns: list[LearnedPattern], keys: list[list[Column]],
+                population: dict[str, np.ndarray]) -> list[LearnedPattern]:
+    """``patterns`` with each one that matches exactly the population rows a pattern on a key
+    matches (``keys``: the table's key, then its unique columns) replaced by the key's: people
+    find a row by its key (``faa = 'HNL'``), not by a value that happens to be unique
+    (``lat = 21.318681``).  ``population`` must be the whole table, for "the same rows" to hold.
+
+    >>> faa, lat = Column("faa", "equal", "string"), Column("lat", "range", "double")
+    >>> table = {"faa": np.array(["HNL", "JFK"], dtype=object), "lat": np.array([21.318681, 40.63])}
+    >>> found = LearnedPattern([Constraint(lat, low=21.318681, high=21.318681)], np.array([True]))
+    >>> [p.sql() for p in prefer_keys([found], [[faa]], table)]
+    ["faa = 'HNL'"]
+    """
+    return [_on_a_key(pattern, keys, population) for pattern in patterns]
+
+
+def _on_a_key(pattern: LearnedPattern, keys: list[list[Column]], population: dict[str, np.ndarray]) -> LearnedPattern:
+    """The pattern on the first key that matches the same population rows, else ``pattern``."""
+    members = np.ones(len(next(iter(population.values()))), dtype=bool)
+    for constraint in pattern.constraints:
+        members &= constraint.holds(population[constraint.column.name])
+    used = {c.column.name for c in pattern.constraints}
+    for key in keys:
+        if not members.any() or used <= {c.name for c in key}:
+            return pattern  # nothing to describe, or on this key already
+        values = {c.name: population[c.name][members] for c in key}
+        if len(key) == 1 and key[0].kind == "range":  # a run of key values
+            column = key[0]
+            constraints = [Constraint(column, low=float(np.nanmin(values[column.name])),
+                                      high=float(np.nanmax(values[column.name])))]
+        elif members.sum() == 1:  # one row: its key
+            constraints = [Constraint(c, low=float(values[c.name][0]), high=float(values[c.name][0]))
+                           if c.kind == "range" else Constraint(c, value=values[c.name][0]) for c in key]
+        else:
+            continue
+        same = np.ones_like(members)
+        for constraint in constraints:
+            same &= constraint.holds(population[constraint.column.name])
+        if np.array_equal(same, members):
+            return LearnedPattern(constraints, pattern.matches)
+    return pattern

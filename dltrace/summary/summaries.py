@@ -33,7 +33,7 @@ from dltrace.errors import BadInput
 from dltrace.ids import ROW_BITS
 from dltrace.recovery import build_once
 from dltrace.storage import Location
-from dltrace.summary.patterns import Column, LearnedPattern, learn_patterns
+from dltrace.summary.patterns import Column, LearnedPattern, learn_patterns, prefer_keys
 from dltrace.summary.stored import row_ids
 from dltrace.table_data import backquoted, read_parquet
 
@@ -188,7 +188,8 @@ def _summarize_table(session, table: str, version: int | None, ids: np.ndarray, 
         raise BadInput(f"the lineage ids of {table} are not in its data version {version}: was its Parquet replaced?")
     table_rows = members.num_rows if whole else known_rows
     learned = learn_patterns(usable, positives, population, len(ids), table_rows, k)
-    if whole:  # the table sample is the table: its counts are exact
+    if whole:  # the table sample is the table: its counts are exact, and a key's pattern covers the same rows
+        learned = prefer_keys(learned, _keys(columns, entry.key or [], population), population)
         counts = [int(_matching(p, population).sum()) for p in learned]
     else:
         counts = _exact_counts(data, learned)
@@ -242,6 +243,19 @@ def ensure_table_sample(session, table: str, version: int | None) -> Location:
     data = table_data.table_rows(session.spark, session.catalog, table, version)
     fraction = min(1.0, TABLE_SAMPLE / max(rows, 1))
     return build_once(target, lambda tmp: data.sample(fraction=fraction, seed=SEED).coalesce(1).write.parquet(str(tmp)))
+
+
+def _keys(columns: list[Column], key: list[str], rows: dict[str, np.ndarray]) -> list[list[Column]]:
+    """The table's key (its columns patterns may use), then each column unique in ``rows``
+    (the whole table): what ``prefer_keys`` rewrites patterns on."""
+    by_name = {c.name: c for c in columns}
+    keys = [[by_name[name] for name in key]] if key and all(name in by_name for name in key) else []
+    for column in columns:
+        values = rows[column.name]
+        present = values[~np.isnan(values)] if column.kind == "range" else [v for v in values if v is not None]
+        if [column.name] != key and len(present) == len(values) and len(set(present)) == len(values):
+            keys.append([column])
+    return keys
 
 
 def _values(column, spec: Column) -> np.ndarray:

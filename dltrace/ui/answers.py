@@ -1,6 +1,6 @@
 """The lineage explorer's answers as JSON-ready values, from the Python API, and read from
-the catalog's files by pyarrow where they give what Spark would: a result's pages
-(``dltrace.result_pages``), why a row is what it is and impacts (``explain`` and ``impact``
+the catalog's files by pyarrow where they give what Spark would: the pipeline, why a row is
+what it is and impacts (pages of rows are ``ui.pages``'s) (``explain`` and ``impact``
 with ``from_files``, as the command line reads them, ``dltrace.impact.files``).
 
 Each function takes a ``LineageSession`` opened for this one request (so a catalog changed
@@ -20,35 +20,18 @@ import threading
 import warnings
 from dataclasses import asdict
 
-import numpy as np
-
-from dltrace import result_pages
 from dltrace.errors import BadInput
 from dltrace.formatting import plain_value
-from dltrace.ids import ROW_BITS
-from dltrace.impact import ImpactWarning, explain, impact
+from dltrace.impact import ImpactWarning, explain, impact, parse_source, search
+from dltrace.impact.search import warn_if_stale
 from dltrace.plain import names_read
 from dltrace.result_pages import columns_of, records
 from dltrace.results import DL, ROW
+from dltrace.ui.pages import Remember, computed, key_example
+from dltrace.ui.values import page_bounds, value
 
-JS_SAFE = 2 ** 53  # JavaScript's numbers hold integers exactly up to here; ids and bigints go past it
-MAX_PAGE = 5000  # rows per page at most: a page is read into the server's memory and the browser's
 IMPACT_SHOWN = 200  # affected rows shown per result; the export has them all
 RECORDING_WARNINGS = threading.Lock()  # one impact's warnings recorded at a time (_impact_frames)
-
-
-def value(v):
-    """A value for the page: JSON-friendly (``plain_value``), an integer past 2^53 as text.
-
-    >>> value(7), value(2 ** 60), value([1, 2 ** 60]), value({"n": 2 ** 60})
-    (7, '1152921504606846976', [1, '1152921504606846976'], {'n': '1152921504606846976'})
-    """
-    v = plain_value(v)
-    if isinstance(v, int) and not isinstance(v, bool) and abs(v) >= JS_SAFE:
-        return str(v)
-    if isinstance(v, list):
-        return [value(x) for x in v]
-    return {k: value(x) for k, x in v.items()} if isinstance(v, dict) else v
 
 
 def pipeline(session) -> dict:
@@ -59,14 +42,16 @@ def pipeline(session) -> dict:
     views = session.views()
     stale = session.stale_results()
     nodes = [{"id": name, "kind": "table", "rows": entry.rows, "version": entry.version, "key": entry.key,
-              "source": entry.source, "registered_at": entry.registered_at, "columns": list(entry.schema)}
+              "source": entry.source, "registered_at": entry.registered_at, "columns": list(entry.schema),
+              "example": key_example(session, name)}
              for name, entry in sorted(tables.items())]
     edges = []
     for name, result in sorted(saved.items()):
         nodes.append({"id": name, "kind": "result", "rows": result.rows, "stamp": result.stamp,
                       "created_at": result.created_at, "semantics": result.semantics, "query": result.query,
                       "inputs": {**{t: f"v{v}" for t, v in result.tables.items()}, **dict(result.results)},
-                      "stale": stale.get(name), "columns": list(result.columns)})
+                      "stale": stale.get(name), "columns": list(result.columns),
+                      "lineage_tables": sorted(result.lineage_tables)})
         edges += [{"from": source, "to": name} for source in [*result.tables, *result.results]]
     known = set(tables) | set(saved) | set(views)
     for name, query in sorted(views.items()):
@@ -77,94 +62,30 @@ def pipeline(session) -> dict:
             "edges": edges, "stale": stale}
 
 
-def page_bounds(offset: int, limit: int) -> tuple[int, int]:
-    """A page's bounds, checked: bad ones are bad input.
-
-    >>> page_bounds(0, 100)
-    (0, 100)
-    >>> page_bounds(-1, 10)
-    Traceback (most recent call last):
-    dltrace.errors.BadInput: offset must be 0 or more (got -1)
-    """
-    if offset < 0:
-        raise BadInput(f"offset must be 0 or more (got {offset})")
-    if not 1 <= limit <= MAX_PAGE:
-        raise BadInput(f"limit must be between 1 and {MAX_PAGE} (got {limit})")
-    return offset, limit
-
-
-def counts_by_table(session, ids) -> dict[str, int]:
-    """``{table: how many of ids are its rows}``, in table-code order."""
-    codes, counts = np.unique(np.asarray(ids, dtype=np.int64) >> ROW_BITS, return_counts=True)
-    return {session.catalog.table_of_code(int(code)): int(n) for code, n in zip(codes, counts)}
-
-
-def result_rows(session, name: str, offset: int, limit: int) -> dict:
-    """A page of saved result ``name``: each row's ``_row``, values and DL as a count per table,
-    read by pyarrow from the saved files (``result_pages``: no Spark job, no JVM), or by Spark
-    for columns only Spark reads as it shows them."""
-    offset, limit = page_bounds(offset, limit)
-    saved = session.store.get(name)
-    numbers = np.arange(offset, min(offset + limit, saved.rows), dtype=np.int64)
-    if not len(numbers):
-        page = []
-    elif result_pages.readable_without_spark(saved):
-        table = result_pages.rows_at(session.store, saved, numbers)
-        rows = table.select([ROW, *saved.columns]).to_pylist()
-        lineages = result_pages.whole_lineages(session.store, saved, table)
-        page = [{"_row": record.pop(ROW), "values": {k: value(v) for k, v in record.items()},
-                 "dl": counts_by_table(session, ids)} for record, ids in zip(rows, lineages)]
-    else:
-        page = spark_page(session, saved, offset, limit)
-    return {"result": saved.name, "columns": list(saved.columns), "total": saved.rows, "offset": offset,
-            "limit": limit, "rows": page, "stale": session.stale_results().get(saved.name)}
-
-
-def spark_page(session, saved, offset: int, limit: int) -> list[dict]:
-    """The rows of a page read with Spark; the counts are computed by Spark next to the rows,
-    so a row's ids never travel."""
-    from pyspark.sql import functions as F
-
-    # result(name)'s rows without its ORDER BY (a sort is one more Spark job; the page is sorted here);
-    # first, as Spark's column functions need a running Spark
-    rows = session.store.lineage_rows(session.spark, saved)
-    codes = F.transform(F.col(DL), lambda x: F.shiftright(x, ROW_BITS))
-    per_code = F.transform(F.array_distinct(codes), lambda c: F.struct(
-        c.alias("code"), F.size(F.filter(F.col(DL), lambda x: F.shiftright(x, ROW_BITS) == c)).alias("n")))
-    frame = (rows.where(F.col(ROW).between(offset, offset + limit - 1))
-             .select(ROW, *[F.col(f"`{c}`") for c in saved.columns], per_code.alias("__dl_counts")))
-    page = []
-    for row in sorted(frame.collect(), key=lambda r: r[ROW]):
-        record = row.asDict(recursive=False)
-        counts = sorted((c["code"], c["n"]) for c in record.pop("__dl_counts") or [])
-        page.append({"_row": record.pop(ROW), "values": {k: value(v) for k, v in record.items()},
-                     "dl": {session.catalog.table_of_code(code): n for code, n in counts}})
-    return page
-
-
 def why(session, name: str, row: int, limit: int) -> dict:
     """Why row ``row`` of ``name`` is what it is, but its summary: how many ids each table
     gave, the saved results it went through, and the first page of its source rows per table."""
     saved = session.store.get(name)
-    explained = explain(session, saved.name, row, from_files=True)
+    explained = explain(session, saved.name, row, from_files=True, page=(0, limit))
     return {"result": saved.name, "row": row, "ids": dict(explained.ids), "through": session.store.upstream(saved.name),
-            "tables": {table: _page(frame, explained.ids[table], 0, limit) for table, frame in explained.items()}}
+            "tables": {table: _page(frame, explained.ids[table], 0) for table, frame in explained.items()}}
 
 
 def sources(session, name: str, row: int, table: str, offset: int, limit: int) -> dict:
     """One page of the source rows of ``table`` behind row ``row`` of ``name``."""
     offset, limit = page_bounds(offset, limit)
-    explained = explain(session, name, row, from_files=True)
+    explained = explain(session, name, row, from_files=True, page=(offset, limit))
     if table not in explained:
         have = ", ".join(explained) or "none"
         raise BadInput(f"row {row} of {name.lower()} has no source rows in table '{table}' (it has: {have})")
-    return {"table": table, **_page(explained[table], explained.ids[table], offset, limit)}
+    return {"table": table, **_page(explained[table], explained.ids[table], offset)}
 
 
-def _page(frame, total: int, offset: int, limit: int) -> dict:
-    """Rows ``offset`` to ``offset + limit`` of an explained table (ordered by ``_dl_id``)."""
+def _page(frame, total: int, offset: int) -> dict:
+    """A page of an explained table's rows (``explain``'s ``page``, ordered by ``_dl_id``),
+    ``offset`` on of its ``total``."""
     return {"columns": columns_of(frame), "total": total, "offset": offset,
-            "rows": [{k: value(v) for k, v in r.items()} for r in records(frame, offset, limit)]}
+            "rows": [{k: value(v) for k, v in r.items()} for r in records(frame)]}
 
 
 def summary(session, name: str, row: int, k: int) -> dict:
@@ -209,11 +130,13 @@ def granules(session, name: str, row: int, on: str) -> dict:
     return {"on": expressions, "tables": found}
 
 
-def affected_rows(session, source: str, result: str | None, shown: int = IMPACT_SHOWN) -> dict:
+def affected_rows(session, source: str, result: str | None, shown: int = IMPACT_SHOWN,
+                  remember: Remember = computed) -> dict:
     """The rows ``source`` ("TABLE WHERE PREDICATE") affected, per saved result (or in
     ``result`` alone): how many, and the first ``shown`` by ``_row`` with their DL narrowed to
-    the bad ids."""
-    answer, said = _impact_frames(session, source, result)
+    the bad ids.  The bad ids of one result's answer are kept (``remember``) for the next's:
+    the page asks result after result, to show how far it got."""
+    answer, said = _impact_frames(session, source, result, remember)
     results = {}
     for name, frame in answer.items():
         rows = [{**a, "DL": value(a["DL"]), "values": value(a["values"])} for a in _affected(frame)]
@@ -227,7 +150,7 @@ def impact_export(session, source: str, result: str | None, fmt: str) -> str:
     (``result,_row,<every result's columns>,DL`` with DL as space-separated ids)."""
     if fmt not in ("csv", "json"):
         raise BadInput(f"export format must be csv or json (got '{fmt}')")
-    answer, _ = _impact_frames(session, source, result)
+    answer, _ = _impact_frames(session, source, result, computed)
     lines = [{"result": name, "_row": a["_row"], **a["values"], "DL": a["DL"]}
              for name, frame in answer.items() for a in _affected(frame)]
     if fmt == "json":
@@ -241,7 +164,7 @@ def impact_export(session, source: str, result: str | None, fmt: str) -> str:
     return out.getvalue()
 
 
-def _impact_frames(session, source: str, result: str | None) -> tuple[dict, list[str]]:
+def _impact_frames(session, source: str, result: str | None, remember: Remember) -> tuple[dict, list[str]]:
     """``{result: affected rows}`` and the warnings the answer came with (one line each).
     Recorded one impact at a time: ``catch_warnings`` swaps the process's warning state (not
     per thread before Python 3.14), and impacts read from the files run side by side."""
@@ -249,9 +172,20 @@ def _impact_frames(session, source: str, result: str | None) -> tuple[dict, list
         raise BadInput("give a source: TABLE WHERE PREDICATE, e.g. orders WHERE o_orderkey = 1")
     with RECORDING_WARNINGS, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ImpactWarning)
-        answer = impact(session, source, result=result or None, from_files=True)
-    frames = answer if isinstance(answer, dict) else {session.store.get(result).name: answer}
+        frames = _in_one(session, source, result, remember) if result else impact(session, source, from_files=True)
     return frames, [str(w.message) for w in caught if issubclass(w.category, ImpactWarning)]
+
+
+def _in_one(session, text: str, result: str, remember: Remember) -> dict:
+    """``{result: its affected rows}``, as ``impact(..., result=result)`` answers, the bad ids
+    kept by the source's text and its table's data."""
+    source = parse_source(text, session.catalog)
+    saved = session.store.get(result)
+    warn_if_stale(session, saved, source, "stored")
+    entry = session.catalog.entry(source.table)
+    key = ("bad ids", session.catalog.version, entry.version, entry.registered_at, source.text)
+    ids = remember(key, lambda: search.bad_ids(session, source, from_files=True))
+    return {saved.name: search.stored_impact(session, source, saved, from_files=True, ids=ids)}
 
 
 def _affected(frame) -> list[dict]:

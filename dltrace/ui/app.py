@@ -23,6 +23,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -36,15 +37,18 @@ from starlette.routing import Route
 from dltrace.errors import BadInput, DltraceError, spark_error
 from dltrace.result_format import UnknownResult
 from dltrace.session import LineageSession
-from dltrace.ui import answers
+from dltrace.ui import answers, pages
+from dltrace.ui.values import page_bounds
 
+T = TypeVar("T")
 STATIC = Path(__file__).with_name("static")
 TOKEN_HEADER = "x-dltrace-token"
 TOKEN_COOKIE = "dltrace_token"
 LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "::1"]
 DISCONNECT_POLL = 0.2  # seconds between checks that the client still waits for an answer
 INTERRUPT_AGAIN = 0.5  # seconds between interruptions of a cancelled request's Spark work until it ends
-CACHED_PAGES = 64  # result pages kept: a save never changes (a new save has a new stamp)
+CACHED_PAGES = 64  # result pages and row orders kept: a save never changes (a new save has a new stamp)
+CACHED_BYTES = 256 << 20  # at most this much in numpy arrays kept (row orders, bad ids: 8 bytes a row)
 
 
 class Cancelled(Exception):
@@ -79,7 +83,7 @@ class Explorer:
         self._start = threading.Lock()
         self.work = threading.Lock()
         self._pages_lock = threading.Lock()
-        self.pages: OrderedDict[tuple, dict] = OrderedDict()
+        self.pages: OrderedDict[tuple, object] = OrderedDict()
 
     @property
     def spark(self):
@@ -112,9 +116,9 @@ class Explorer:
         with Spark or without (``WithoutSpark``)."""
         return LineageSession(self.catalog, spark=self.spark) if spark else WithoutSpark(self.catalog)
 
-    def cached_page(self, key: tuple, compute: Callable[[], dict]) -> dict:
-        """The page kept for ``key``, else computed (outside the lock: pages pyarrow reads are
-        computed by several requests at once) and kept."""
+    def cached_page(self, key: tuple, compute: Callable[[], T]) -> T:
+        """The page (or a page's row order, ``ui.pages``) kept for ``key``, else computed
+        (outside the lock: pages pyarrow reads are computed by several requests at once) and kept."""
         with self._pages_lock:
             page = self.pages.get(key)
             if page is not None:
@@ -123,7 +127,8 @@ class Explorer:
         page = compute()
         with self._pages_lock:
             self.pages[key] = page
-            while len(self.pages) > CACHED_PAGES:
+            while len(self.pages) > CACHED_PAGES or (
+                    len(self.pages) > 1 and sum(getattr(p, "nbytes", 0) for p in self.pages.values()) > CACHED_BYTES):
                 self.pages.popitem(last=False)
         return page
 
@@ -242,16 +247,24 @@ async def pipeline(request: Request) -> Response:
     return await answer(request, answers.pipeline, files_first=True)
 
 
+def page_params(request: Request) -> tuple[str, int, int, str, str, bool]:
+    """A page's name, ``offset``, ``limit``, ``filter``, ``sort`` and ``desc`` (1: descending)."""
+    params = request.query_params
+    offset, limit = page_bounds(whole_number(request, "offset", 0), whole_number(request, "limit", 100))
+    return (request.path_params["name"], offset, limit, params.get("filter", ""), params.get("sort", ""),
+            params.get("desc", "") in ("1", "true"))
+
+
 @checked
 async def result_rows(request: Request) -> Response:
-    name = request.path_params["name"]
-    offset, limit = answers.page_bounds(whole_number(request, "offset", 0), whole_number(request, "limit", 100))
+    name, offset, limit, text, sort, descending = page_params(request)
     explorer: Explorer = request.app.state.explorer
 
     def work(session: LineageSession) -> dict:
         saved = session.store.get(name)
-        key = (saved.name, saved.stamp, offset, limit)
-        page = explorer.cached_page(key, lambda: answers.result_rows(session, saved.name, offset, limit))
+        key = (saved.name, saved.stamp, offset, limit, text, sort, descending)
+        page = explorer.cached_page(key, lambda: pages.result_rows(session, saved.name, offset, limit, text, sort,
+                                                                   descending, explorer.cached_page))
         return {**page, "stale": session.stale_results().get(saved.name)}
 
     # a page pyarrow reads (result_pages) neither waits for Spark work nor starts Spark
@@ -259,9 +272,17 @@ async def result_rows(request: Request) -> Response:
 
 
 @checked
+async def table_rows(request: Request) -> Response:
+    name, offset, limit, text, sort, descending = page_params(request)
+    explorer: Explorer = request.app.state.explorer
+    return await answer(request, lambda s: pages.table_page(s, name, offset, limit, text, sort, descending,
+                                                            explorer.cached_page), files_first=True)
+
+
+@checked
 async def why(request: Request) -> Response:
     name, row, limit = request.path_params["name"], row_number(request), whole_number(request, "limit", 50)
-    answers.page_bounds(0, limit)
+    page_bounds(0, limit)
     return await answer(request, lambda s: answers.why(s, name, row, limit), files_first=True)
 
 
@@ -281,7 +302,7 @@ async def summary(request: Request) -> Response:
 @checked
 async def reasons(request: Request) -> Response:
     name, row, limit = request.path_params["name"], row_number(request), whole_number(request, "limit", 50)
-    answers.page_bounds(0, limit)
+    page_bounds(0, limit)
     return await answer(request, lambda s: {"reasons": answers.reasons(s, name, row, limit)})
 
 
@@ -294,7 +315,9 @@ async def granules(request: Request) -> Response:
 @checked
 async def impact(request: Request) -> Response:
     source, result = request.query_params.get("source", ""), request.query_params.get("result")
-    return await answer(request, lambda s: answers.affected_rows(s, source, result), files_first=True)
+    explorer: Explorer = request.app.state.explorer
+    return await answer(request, lambda s: answers.affected_rows(s, source, result, remember=explorer.cached_page),
+                        files_first=True)
 
 
 @checked
@@ -384,6 +407,7 @@ def create_app(catalog: str | Path, spark=None, master: str | None = None, token
         Route("/app.js", script),
         Route("/api/pipeline", pipeline),
         Route("/api/results/{name}", result_rows),
+        Route("/api/tables/{name}", table_rows),
         Route("/api/results/{name}/{row}/why", why),
         Route("/api/results/{name}/{row}/sources/{table}", sources),
         Route("/api/results/{name}/{row}/summary", summary),
