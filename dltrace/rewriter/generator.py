@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from dltrace.errors import BadInput
 from dltrace.rewriter.aggregate import is_aggregate
 from dltrace.rewriter.context import UNALIASED, RewriteContext, unsupported
 
@@ -55,6 +56,9 @@ def generator(expression: exp.Expression, context: RewriteContext) -> exp.Expres
     a SELECT list with DISTINCT or a window, which the rules would move it under."""
     views = 0
     for select in list(expression.find_all(exp.Select)):
+        functions = [e.this if isinstance(e, (exp.Alias, exp.Aliases)) else e for e in select.expressions]
+        if sum(map(is_generator, functions)) > 1:  # as LATERAL VIEWs they would make their product
+            raise BadInput("Spark allows one generator per SELECT list: write the others as LATERAL VIEWs")
         for item in list(select.expressions):
             names = _names(item)
             function = item.this if isinstance(item, (exp.Alias, exp.Aliases)) else item
