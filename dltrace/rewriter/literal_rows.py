@@ -25,12 +25,26 @@ def is_literal_function(table: exp.Expression) -> bool:
             and table.this.name.lower() in LITERAL_FUNCTIONS)
 
 
-def name_range_column(table: exp.Table) -> None:
-    """``range(...)`` aliased with its one column, ``id``, so that ``*`` expands to it."""
-    alias = table.args.get("alias")
-    if alias is None or not alias.columns:
-        alias = exp.TableAlias(this=alias.this if alias is not None else None, columns=[exp.to_identifier("id")])
-        table.set("alias", alias)
+def name_literal_columns(expression: exp.Expression) -> exp.Expression:
+    """Literal rows aliased with the names Spark gives their columns (``range``: ``id``; a
+    VALUES list: ``col1``, ``col2``, ...), so that ``*`` expands to them and a query may read
+    them; a VALUES statement becomes ``SELECT * FROM VALUES ...``."""
+    if isinstance(expression, exp.Values):
+        expression = exp.select("*").from_(expression)
+    for rows in list(expression.find_all(exp.Table, exp.Values)):
+        alias = rows.args.get("alias")
+        if alias is not None and alias.columns:
+            continue
+        if isinstance(rows, exp.Values) and rows.expressions:
+            first = rows.expressions[0]
+            names = [f"col{i + 1}" for i in range(len(first.expressions) if isinstance(first, exp.Tuple) else 1)]
+        elif is_literal_function(rows):
+            names = ["id"]
+        else:
+            continue
+        rows.set("alias", exp.TableAlias(this=alias.this if alias is not None else None,
+                                         columns=[exp.to_identifier(name) for name in names]))
+    return expression
 
 
 def literal_rows(query: exp.Expression, context: RewriteContext) -> exp.Expression:

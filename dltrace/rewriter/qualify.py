@@ -32,7 +32,7 @@ from dltrace.errors import BadInput, SqlSyntaxError, UnknownColumn, UnknownTable
 from dltrace.rewriter.context import RewriteContext, unsupported
 from dltrace.rewriter.dialect import SPARK
 from dltrace.rewriter.generator import mark_unaliased, unaliased_again
-from dltrace.rewriter.literal_rows import is_literal_function, name_range_column
+from dltrace.rewriter.literal_rows import is_literal_function, name_literal_columns
 
 RESERVED_OUTPUT = "dl"
 MISSING_KEYWORD = re.compile(r"Required keyword: '(\w+)' missing for <class '(?:\w+\.)*(\w+)'>")
@@ -42,7 +42,7 @@ OPERATORS = {"EQ": "=", "NEQ": "<>", "GT": ">", "GTE": ">=", "LT": "<", "LTE": "
 
 def parse(sql: str) -> exp.Expression:
     """One Spark SQL query, or a ``SqlSyntaxError`` that says where it stops making sense."""
-    statement = parse_statement(sql)
+    statement = name_literal_columns(parse_statement(sql))
     if not isinstance(statement, exp.Query):
         raise BadInput(f"only queries can be traced, not {statement.key.upper()} statements")
     return statement
@@ -95,10 +95,10 @@ def qualify(expression: exp.Expression, context: RewriteContext) -> exp.Expressi
 
 def qualify_against_catalog(expression: exp.Expression, schemas: dict[str, dict[str, str]]) -> exp.Expression:
     """Qualify ``expression`` with the catalog's schemas; unknown tables and columns are errors."""
+    expression = name_literal_columns(expression)  # (parse names them too, for a VALUES statement)
     cte_names = {cte.alias_or_name.lower() for cte in expression.find_all(exp.CTE)}
     for table in expression.find_all(exp.Table):
         if is_literal_function(table):  # range(10): literal rows (literal_rows)
-            name_range_column(table)
             continue
         if not isinstance(table.this, exp.Identifier):  # explode(...) in FROM, a UDTF
             raise unsupported(table, "a table-valued function in FROM (but range)")
