@@ -43,6 +43,24 @@ def mark_unaliased(expression: exp.Expression) -> None:
                 item.meta[UNALIASED] = True
 
 
+def name_lateral_views(expression: exp.Expression) -> None:
+    """Give a LATERAL VIEW written without column names the names Spark gives them, so that
+    ``*`` expands to them (unexpanded, it would show the tables' ``_dl_id``); one whose
+    columns its arguments do not say (``inline``) is refused under a ``*``."""
+    for lateral in expression.find_all(exp.Lateral):
+        alias = lateral.args.get("alias")
+        if not lateral.args.get("view") or (alias is not None and alias.columns):
+            continue
+        names = spark_names(lateral.this)
+        if names is None:
+            select = lateral.find_ancestor(exp.Select)
+            if select is not None and any(isinstance(e, exp.Star) for e in select.expressions):
+                raise unsupported(lateral, "SELECT * over a LATERAL VIEW without column names (name them)")
+            continue
+        lateral.set("alias", exp.TableAlias(this=alias.this if alias is not None else None,
+                                            columns=[exp.to_identifier(n) for n in names]))
+
+
 def unaliased_again(qualified: exp.Expression) -> None:
     """The generators marked by ``mark_unaliased`` without the names qualification gave
     them: Spark names their columns (``col``, ``pos``, ``key``, ``value``, ...)."""

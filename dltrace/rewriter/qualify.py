@@ -31,7 +31,7 @@ from sqlglot.optimizer.qualify import qualify as sqlglot_qualify
 from dltrace.errors import BadInput, SqlSyntaxError, UnknownColumn, UnknownTable
 from dltrace.rewriter.context import RewriteContext, unsupported
 from dltrace.rewriter.dialect import SPARK
-from dltrace.rewriter.generator import mark_unaliased, unaliased_again
+from dltrace.rewriter.generator import mark_unaliased, name_lateral_views, unaliased_again
 from dltrace.rewriter.literal_rows import is_literal_function, name_literal_columns
 
 RESERVED_OUTPUT = "dl"
@@ -116,6 +116,7 @@ def qualify_against_catalog(expression: exp.Expression, schemas: dict[str, dict[
             raise BadInput(f"table '{table.name}' has no columns (registered from an empty file): "
                            f"remove it with `dltrace tables drop {table.name}`")
     mark_unaliased(expression)
+    name_lateral_views(expression)
     try:
         qualified = sqlglot_qualify(
             expression.copy(),
