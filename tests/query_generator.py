@@ -167,7 +167,9 @@ class Generator:
         FROM, so never twice in one) maybe a table under its own name, which a subquery may
         then read under the same name (``nation`` in and around it)."""
         c = self.chooser
-        kind = c.choice(["table", "table", "derived", "cte"] if depth < self.max_depth else ["table"])
+        kind = c.choice(["table", "table", "derived", "cte", "reshaped"] if depth < self.max_depth else ["table"])
+        if kind == "reshaped":
+            return c.choice([self.literal_rows, self.generated_rows, self.unpivoted, self.pivoted])()
         if kind == "cte" and self.ctes:
             name = c.choice(sorted(self.ctes))
             alias = self.alias("t")
@@ -181,6 +183,72 @@ class Generator:
             return Relation(table, [Column(f"{table}.{n}", k) for n, k in COLUMNS[table].items()])
         alias = self.alias("t")
         return Relation(f"{table} {alias}", [Column(f"{alias}.{n}", k) for n, k in COLUMNS[table].items()])
+
+    # -- rows written in the query, generated, unpivoted and pivoted (issue 55) ---------------
+
+    def named(self, sql: str, kinds: list[str], prefix: str = "r") -> Relation:
+        """``sql`` (a derived table's body, outputs ``c0, c1, ...``) under a fresh alias."""
+        alias = self.alias(prefix)
+        return Relation(f"({sql}) {alias}", [Column(f"{alias}.c{i}", k) for i, k in enumerate(kinds)])
+
+    def literal_rows(self) -> Relation:
+        """A VALUES list of one to three rows (a number and a string): rows of no source."""
+        c = self.chooser
+        rows = ", ".join(f"({c.choice(LITERALS[NUM][:6])}, {c.choice(LITERALS[STR][:3])})"
+                         for _ in range(c.integer(1, 3)))
+        return self.named(f"SELECT * FROM VALUES {rows} AS v(c0, c1)", [NUM, STR], "v")
+
+    def table_columns(self) -> tuple[str, str, list[Column]]:
+        table = self.chooser.choice(sorted(COLUMNS))
+        alias = self.alias("t")
+        return table, alias, [Column(f"{alias}.{n}", k) for n, k in COLUMNS[table].items()]
+
+    def generated_rows(self) -> Relation:
+        """A table's rows, each exploded into the elements of an array built from its columns
+        or of a string split at '#' (``Brand#13``): each with its input row's lineage."""
+        c = self.chooser
+        table, alias, columns = self.table_columns()
+        key = c.choice(columns)
+        strings = [x for x in columns if x.kind == STR]
+        numbers = [x for x in columns if x.kind == NUM]
+        if strings and c.chance(0.4):
+            return self.named(f"SELECT {key.sql} AS c0, explode(split({c.choice(strings).sql}, '#')) AS c1 "
+                              f"FROM {table} {alias}", [key.kind, STR], "g")
+        pair = ", ".join(c.choice(numbers).sql for _ in range(2))
+        view = c.choice([f"explode(array({pair})) g AS c1", f"OUTER explode(filter(array({pair}), x -> x > 3)) g AS c1",
+                         f"posexplode(array({pair})) g AS p, c1"])
+        return self.named(f"SELECT {key.sql} AS c0, c1 FROM {table} {alias} LATERAL VIEW {view}", [key.kind, NUM], "g")
+
+    def unpivoted(self) -> Relation:
+        """Two columns of a kind unpivoted into (name, value) rows, NULL values left out or not."""
+        c = self.chooser
+        table, alias, columns = self.table_columns()
+        kind = c.choice([k for k in (NUM, STR) if sum(x.kind == k for x in columns) >= 2] or [None])
+        if kind is None:
+            return self.literal_rows()
+        first, second = [x for x in columns if x.kind == kind][:2]
+        key = c.choice(columns)
+        nulls = c.choice(["", "INCLUDE NULLS "])
+        body = (f"SELECT {key.sql} AS c0, CASE WHEN {self.comparison(columns)} THEN {first.sql} END AS a, "
+                f"{second.sql} AS b FROM {table} {alias}")
+        return self.named(f"SELECT * FROM ({body}) s UNPIVOT {nulls}(c2 FOR c1 IN (a, b))", [key.kind, STR, kind], "u")
+
+    def pivoted(self) -> Relation:
+        """A number summed per key and per value of a one-letter string column (o_orderstatus,
+        l_returnflag), two of its values pivoted: a group's lineage."""
+        c = self.chooser
+        table = c.choice(["orders", "lineitem"])
+        flag = "o_orderstatus" if table == "orders" else "l_returnflag"
+        numbers = [n for n, k in COLUMNS[table].items() if k == NUM]
+        key, value = c.choice(numbers), c.choice(numbers)
+        first, second = c.choice([("A", "F"), ("F", "O"), ("N", "R"), ("O", "R")])
+        function = c.choice(["sum", "max", "min"])
+        body = f"SELECT {key} AS c0, {flag} AS flag, {value} AS v FROM {table}"
+        relation = self.named(f"SELECT * FROM ({body}) s PIVOT ({function}(v) FOR flag IN ('{first}', '{second}'))",
+                              [NUM, NUM, NUM], "p")
+        alias = relation.sql.rsplit(" ", 1)[1]
+        relation.columns[1:] = [Column(f"{alias}.{first}", NUM), Column(f"{alias}.{second}", NUM)]
+        return relation
 
     def from_clause(self, depth: int) -> tuple[str, list[Column]]:
         c = self.chooser

@@ -256,7 +256,7 @@ def test_window_partition_lineage(paper):
         ("select s_name from store tablesample (50 percent)", "TABLESAMPLE"),
         ("select category from item intersect all select category from item", "INTERSECT ALL"),
         ("select s_name from store order by (select max(num) from sales)", "subquery in ORDER"),
-        ("select i_id from item lateral view explode(array(1, 2)) t as x", "LATERAL"),
+        ("select i_id, d from item, lateral (select i_id * 2 as d)", "LATERAL"),
         ("with recursive r as (select 1 as n union all select n + 1 from r where n < 3) select * from r", "RECURSIVE"),
     ],
 )

@@ -360,3 +360,35 @@ def test_table_writes_and_the_other_read_forms(job, spark):
     assert sorted(tuple(r) for r in spark.table("spark_catalog.default.status_twice").collect()) == expected
     hit = job.session.impact("orders WHERE order_id = 3", result="twice_orc").collect()
     assert len(hit) == 1
+
+
+def test_a_job_exploding_json_arrays_pivoting_and_joining_local_rows(job):
+    """Issue 55's job: a JSON array column read from a file exploded, joined to a
+    createDataFrame lookup and pivoted (by region without values, by sku with them); the
+    impact of one source row is the pivoted rows of its items' groups, as DuckDB finds them
+    over the file."""
+    events = job.data / "events.json"
+    rows = [{"order_no": n, "region": ["north", "south", "east"][n % 3],
+             "items": [{"sku": "abc"[(n + k) % 3], "qty": n + k} for k in range(n % 4)]} for n in range(1, 31)]
+    events.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    steps, _ = job(f"""
+        from pyspark.sql import SparkSession, functions as F
+        spark = SparkSession.builder.getOrCreate()
+        lines = (spark.read.json("{events}").select("order_no", "region", F.explode("items").alias("item"))
+                 .select("order_no", "region", "item.sku", "item.qty"))
+        names = spark.createDataFrame([("a", "Apples"), ("b", "Bananas"), ("c", "Cherries")], "sku string, name string")
+        named = lines.join(names, "sku")
+        named.groupBy("name").pivot("region").agg(F.sum("qty")).write.mode("overwrite").saveAsTable("by_name")
+        by_region = named.groupBy("region").pivot("name", ["Apples", "Bananas"]).agg(F.count("order_no"))
+        by_region.write.saveAsTable("by_region")
+    """)
+    assert [step.name for step in steps] == ["by_name", "by_region"]
+    names = {"a": "Apples", "b": "Bananas", "c": "Cherries"}
+    for order_no in (2, 7, 29, 4):  # order 4 has no items: it made no row
+        items = duckdb.sql(f"SELECT region, unnest(items).sku FROM read_json_auto('{events}') "
+                           f"WHERE order_no = {order_no}").fetchall()
+        hit = job.session.impact(f"events WHERE order_no = {order_no}")
+        hit_names = {r["name"] for r in hit["by_name"].collect()} if "by_name" in hit else set()
+        hit_regions = {r["region"] for r in hit["by_region"].collect()} if "by_region" in hit else set()
+        assert hit_names == {names[sku] for _, sku in items}, order_no
+        assert hit_regions == {region for region, _ in items}, order_no

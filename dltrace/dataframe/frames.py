@@ -107,7 +107,7 @@ class DataFrameFront:
     def catalog(self) -> Catalog:
         lineage = self.lineage
         return Catalog(lineage.schemas(), set(lineage.views()), self.schema_of, self.python_udf,
-                       views_of(self._spark))
+                       views_of(self._spark), self.rows_of)
 
     def schema_of(self, relation) -> list[tuple[str, str]]:
         from pyspark.errors import PySparkException
@@ -120,6 +120,18 @@ class DataFrameFront:
         except PySparkException as error:
             raise spark_error(error) from None
         return [(field.name, field.dataType.simpleString()) for field in schema.fields]
+
+    def rows_of(self, relation):
+        """A Relation's rows as a pyarrow Table (the values a pivot without them pivots on)."""
+        from pyspark.errors import PySparkException
+        from pyspark.sql.connect.proto import base_pb2
+
+        from dltrace.errors import spark_error
+
+        try:
+            return self._spark.client.to_table(base_pb2.Plan(root=relation), {})[0]
+        except PySparkException as error:
+            raise spark_error(error) from None
 
     def python_udf(self, udf) -> str:
         """The name a Python UDF of a DataFrame has in the engine, registered there once."""

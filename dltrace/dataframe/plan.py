@@ -12,7 +12,8 @@ case-insensitive) or, for ``df["x"]``, by the plan id of the DataFrame it was ta
 or a table name.  A column Spark names itself (``sum(x)``) is named when something refers to
 it, by asking Spark for the schema of the relation that made it (``Catalog.schema_of``).
 
-An operator without exact lineage (``sample``, ``mapInPandas``, ...) is refused, named.
+An operator without exact lineage (``sample``, ``mapInPandas``, ...) is refused, named.  Rows
+the program writes (``createDataFrame``, ``spark.range``) are literal rows (``local_rows.py``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,11 @@ from itertools import count
 from sqlglot import exp
 
 from dltrace.dataframe.as_written import as_written
-from dltrace.dataframe.expressions import cast_to, literal, split_identifier
+from dltrace.dataframe.expressions import split_identifier
+from dltrace.dataframe.generators import select_generating
+from dltrace.dataframe.local_rows import local_rows, range_rows
+from dltrace.dataframe.missing import drop_na, fill_na
+from dltrace.dataframe.reshape import pivot_rows, unpivot_rows
 from dltrace.dataframe.scope import SIMPLE_NAME, Column, Frame, Scope, unique_name
 from dltrace.dataframe.temp_views import TempView, temp_view, with_temp_views
 from dltrace.errors import BadInput, UnknownColumn, UnknownTable, UnsupportedLineage
@@ -35,10 +40,11 @@ JOINS = {  # Join.JoinType: (side, kind) of sqlglot's Join
 }
 # relations without exact lineage, and the DataFrame API call that makes each
 REFUSED = {
-    "local_relation": "createDataFrame of local rows", "cached_local_relation": "createDataFrame of local rows",
-    "chunked_cached_local_relation": "createDataFrame of local rows", "sample": "sample",
+    "cached_local_relation": "createDataFrame of data Spark caches on the server (register it as a table)",
+    "chunked_cached_local_relation": "createDataFrame of data Spark caches on the server (register it as a table)",
+    "sample": "sample",
     "map_partitions": "mapInPandas / mapInArrow", "group_map": "applyInPandas", "co_group_map": "cogroup",
-    "apply_in_pandas_with_state": "applyInPandasWithState", "range": "spark.range", "unpivot": "unpivot / melt",
+    "apply_in_pandas_with_state": "applyInPandasWithState",
     "tail": "tail", "to_schema": "to(schema)", "collect_metrics": "observe", "with_watermark": "withWatermark",
     "parse": "from_json/from_csv of a DataFrame", "as_of_join": "asOfJoin", "lateral_join": "lateralJoin",
     "transpose": "transpose", "unresolved_table_valued_function": "a table-valued function",
@@ -59,6 +65,7 @@ class Catalog:
     schema_of: Callable[[object], list[tuple[str, str]]]  # a Relation's (name, type) pairs, from Spark
     python_udf: Callable[[object], str]  # registers a Python UDF for the lineage query, returns its name
     temp_views: dict[str, TempView] = field(default_factory=dict)  # the program's own (temp_views.py)
+    rows_of: Callable[[object], object] | None = None  # a Relation's rows (a pyarrow Table), run by Spark
 
 
 def translate(relation, catalog: Catalog) -> exp.Query:
@@ -115,6 +122,15 @@ class PlanTranslator:
         columns = [Column(c, c, qualifiers=frozenset({name})) for c in schema]
         query = exp.select(*[exp.column(c, quoted=not SIMPLE_NAME.fullmatch(c)) for c in schema]).from_(name)
         return Frame(query, columns, message, table=name, types=list(schema.values()))
+
+    def _local_relation(self, local, message) -> Frame:
+        return local_rows(local, self.catalog.schema_of(message), message)
+
+    def _range(self, range_, message) -> Frame:
+        return range_rows(range_, message)
+
+    def _unpivot(self, unpivot, message) -> Frame:
+        return unpivot_rows(self, unpivot)
 
     def _sql(self, sql, message) -> Frame:
         from dltrace.rewriter import parse
@@ -184,7 +200,7 @@ class PlanTranslator:
         child = self.relation(project.input)
         scope = Scope(self, [child])
         items = [item for e in project.expressions for item in scope.select_item(e)]
-        return self.select(scope, items)
+        return select_generating(self, scope, items, message)
 
     def _filter(self, filter_, message) -> Frame:
         child = self.relation(filter_.input)
@@ -206,7 +222,7 @@ class PlanTranslator:
                 items[same[0]] = (value, Column(name, ""))
             else:
                 items.append((value, Column(name, "")))
-        return self.select(scope, items)
+        return select_generating(self, scope, items, message)
 
     def _with_columns_renamed(self, renamed, message) -> Frame:
         frame = self.relation(renamed.input)
@@ -292,7 +308,7 @@ class PlanTranslator:
 
     def _aggregate(self, aggregate, message) -> Frame:
         if aggregate.group_type == 4:  # GROUP_TYPE_PIVOT
-            raise UnsupportedLineage("DataFrame: pivot is not supported by dltrace: group by the pivot column instead")
+            return pivot_rows(self, aggregate, message)
         child = self.relation(aggregate.input)
         scope = Scope(self, [child])
         keys = [item for e in aggregate.grouping_expressions for item in scope.select_item(e)]
@@ -392,48 +408,10 @@ class PlanTranslator:
         return Frame(query, left_frame.columns, None)
 
     def _fill_na(self, fill, message) -> Frame:
-        child = self.relation(fill.input)
-        self.name_all(child, types=True)
-        scope = Scope(self, [child])
-        values = [literal(v) for v in fill.values]
-        kinds = [v.WhichOneof("literal_type") for v in fill.values]
-        names = [n.lower() for n in fill.cols] or None
-        items = []
-        for (ref, column), type_name in zip(scope.all(), child.types):
-            if names is not None and column.name.lower() not in names:
-                items.append((ref, column))
-                continue
-            value, kind = (values[names.index(column.name.lower())], kinds[names.index(column.name.lower())]) \
-                if names is not None and len(values) > 1 else (values[0], kinds[0])
-            if not fills(kind, type_name):
-                items.append((ref, column))
-                continue
-            filled = cast_to(value, type_name)
-            if type_name.upper() in ("DOUBLE", "FLOAT"):
-                ref = exp.Anonymous(this="NANVL", expressions=[ref, filled])
-            items.append((exp.Coalesce(this=ref, expressions=[filled]), Column(column.name, "")))
-        return self.select(scope, items)
+        return fill_na(self, fill)
 
     def _drop_na(self, drop, message) -> Frame:
-        child = self.relation(drop.input)
-        self.name_all(child, types=True)
-        scope = Scope(self, [child])
-        names = [n.lower() for n in drop.cols]
-        items = scope.all()
-        checked = [(ref, t) for (ref, c), t in zip(items, child.types) if not names or c.name.lower() in names]
-        least = drop.min_non_nulls if drop.HasField("min_non_nulls") else len(checked)
-        present = [exp.Not(this=exp.Is(this=ref, expression=exp.Null())) if t.upper() not in ("DOUBLE", "FLOAT")
-                   else exp.and_(exp.Not(this=exp.Is(this=ref, expression=exp.Null())),
-                                 exp.Not(this=exp.Anonymous(this="ISNAN", expressions=[ref])))
-                   for ref, t in checked]
-        counted = [exp.Case(ifs=[exp.If(this=p, true=exp.Literal.number(1))], default=exp.Literal.number(0))
-                   for p in present]
-        total = counted[0] if counted else exp.Literal.number(0)
-        for term in counted[1:]:
-            total = exp.Add(this=total, expression=term)
-        frame = self.select(scope, items)
-        frame.query.where(exp.GTE(this=exp.Paren(this=total), expression=exp.Literal.number(least)), copy=False)
-        return frame
+        return drop_na(self, drop)
 
     # -- building queries ----------------------------------------------------------------------
 
@@ -482,16 +460,3 @@ class PlanTranslator:
             else:
                 projection.replace(exp.alias_(projection.copy(), target))
         return query
-
-
-def fills(kind: str | None, type_name: str) -> bool:
-    """``na.fill(value)`` fills a column of ``type_name`` with a value of literal ``kind``."""
-    upper = type_name.upper()
-    numeric = upper.startswith(("TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE", "DECIMAL"))
-    if kind in ("integer", "long", "double", "float", "decimal"):
-        return numeric
-    if kind == "string":
-        return upper.startswith("STRING")
-    if kind == "boolean":
-        return upper == "BOOLEAN"
-    return False

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from sqlglot import exp
 
 from dltrace.dataframe.expressions import ExpressionTranslator, split_identifier
-from dltrace.errors import UnknownColumn, UnsupportedLineage
+from dltrace.errors import UnknownColumn
 
 SIMPLE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 RESERVED = re.compile(r"_*dl", re.IGNORECASE)  # the rewriter's own columns: _dl_id, __dl0, DL
@@ -163,8 +163,9 @@ class Scope:
             return self.star(star.unparsed_target if star.HasField("unparsed_target") else None,
                              star.plan_id if star.HasField("plan_id") else None)
         if kind == "alias":
-            if len(message.alias.name) != 1:
-                raise UnsupportedLineage("DataFrame: an alias of several names (of a generator) is not supported")
+            if len(message.alias.name) != 1:  # a generator's columns: Spark names them (generators.py)
+                names = [exp.to_identifier(name) for name in message.alias.name]
+                return [(exp.Aliases(this=self.expression(message.alias.expr), expressions=names), Column(None, ""))]
             return [(self.expression(message.alias.expr), Column(message.alias.name[0], ""))]
         if kind == "expression_string":
             parsed = self.expressions(message)

@@ -45,11 +45,14 @@ from dltrace.rewriter.distinct_count import distinct_count
 from dltrace.rewriter.distinct_set_operations import distinct_set_operations
 from dltrace.rewriter.exists_join import exists_join
 from dltrace.rewriter.filtered_tables import merge_filtered_tables
+from dltrace.rewriter.generator import generator
 from dltrace.rewriter.grouped_value_join import grouped_value_join
 from dltrace.rewriter.inequality_split import inequality_split
 from dltrace.rewriter.join import join
+from dltrace.rewriter.literal_rows import literal_rows
 from dltrace.rewriter.one_row_join import one_row_join
 from dltrace.rewriter.output import DL, SharedLineage, output
+from dltrace.rewriter.pivot import pivot
 from dltrace.rewriter.projection import projection
 from dltrace.rewriter.qualify import parse, qualify
 from dltrace.rewriter.representation import REPRESENTATIONS, SET
@@ -70,6 +73,7 @@ from dltrace.rewriter.subquery_value import subquery_value
 from dltrace.rewriter.surviving_groups import surviving_groups
 from dltrace.rewriter.uncorrelated_copies import hoist_uncorrelated_copies, mark_subsuming_copies
 from dltrace.rewriter.ungrouped_copies import ungrouped_copies
+from dltrace.rewriter.unpivot import unpivot
 from dltrace.rewriter.unsupported import refuse_unsupported
 from dltrace.rewriter.window import window
 
@@ -88,7 +92,9 @@ class Phase:
 RULES: tuple[Phase, ...] = (
     # The whole query, before any scope is rewritten.  qualify first: every rule relies on
     # qualified columns and expanded stars.  Then refuse what cannot be traced, on the query as
-    # written; number table occurrences before copies duplicate them; turn constructs into
+    # written; write UNPIVOTs and SELECT-list generators as the LATERAL VIEWs Spark plans (before
+    # DISTINCT becomes GROUP BY); number table occurrences before copies duplicate them (a
+    # PIVOT's groups are computed from a copy of its source, beside the PIVOT kept as written); turn constructs into
     # equivalent ones the scope rules know (distinct set operations and SEMI/ANTI joins into
     # EXISTS and DISTINCT, DISTINCT into GROUP BY); under control semantics join an EXISTS
     # the plan is better off joining, after merging a derived table it filters into the
@@ -96,11 +102,11 @@ RULES: tuple[Phase, ...] = (
     # must see every subquery the earlier rules made, copy a one-row aggregate joined to
     # every row into its SELECT list, to be shared, and point a copy over all of a grouped
     # CTE at the rows it groups (speed-ups).
-    Phase("prepare", (qualify, refuse_unsupported, number_instances, distinct_set_operations, semi_anti_join,
-                      distinct, merge_filtered_tables, exists_join, subquery_copies, one_row_join,
-                      ungrouped_copies)),
-    # Per scope, innermost first: the sources' lineage (base tables, saved results, subqueries,
-    # CTEs, outer joins), WHERE subqueries before grouping (a correlated aggregate and its
+    Phase("prepare", (qualify, refuse_unsupported, unpivot, generator, number_instances, pivot,
+                      distinct_set_operations, semi_anti_join, distinct, merge_filtered_tables, exists_join,
+                      subquery_copies, one_row_join, ungrouped_copies)),
+    # Per scope, innermost first: the sources' lineage (literal rows: none; base tables, saved
+    # results, subqueries, CTEs, outer joins), WHERE subqueries before grouping (a correlated aggregate and its
     # copy from one grouped join, a speed-up), aggregation, HAVING and SELECT-list
     # subqueries after it (a COUNT(DISTINCT) beside collected lineage counted as a set, a
     # speed-up), windows, then the SELECT list exposes the lineage to the enclosing
@@ -114,8 +120,8 @@ RULES: tuple[Phase, ...] = (
     # the split needs).
     Phase(
         "scopes",
-        (join, subquery_condition, grouped_value_join, aggregate, distinct_count, subquery_value, window, projection,
-         union_all, mark_subsuming_copies, surviving_groups, copy_lineage, hoist_uncorrelated_copies,
+        (literal_rows, join, subquery_condition, grouped_value_join, aggregate, distinct_count, subquery_value, window,
+         projection, union_all, mark_subsuming_copies, surviving_groups, copy_lineage, hoist_uncorrelated_copies,
          semi_join_reduction, inequality_split),
         per_scope=True,
     ),

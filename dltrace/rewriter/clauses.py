@@ -3,14 +3,55 @@ conjuncts of a condition, and a conjunct that correlates it to an enclosing quer
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
+
+from dltrace.errors import BadInput
+from dltrace.rewriter.context import unsupported
 
 
 def sources(select: exp.Select) -> list[exp.Expression]:
     """The tables and subqueries of ``select``'s FROM and JOINs, in order."""
     parts = [select.args.get("from_"), *(select.args.get("joins") or [])]
     return [part.this for part in parts if part is not None]
+
+
+def source_columns(source: exp.Expression, schemas: dict[str, dict[str, str]]) -> list[str]:
+    """The output columns of a FROM source (a catalog table, a CTE or a subquery), in order,
+    or a ``BadInput`` when they are not known."""
+    if isinstance(source, exp.Subquery):
+        return source.this.named_selects
+    name = source.name.lower()
+    ctes = {cte.alias_or_name.lower(): cte.this for cte in source.root().find_all(exp.CTE)}
+    if name in ctes:
+        return ctes[name].named_selects
+    schema = {n.lower(): columns for n, columns in schemas.items()}.get(name)
+    if schema is None:
+        raise BadInput(f"the columns of {source.sql(dialect='spark')} are not known")
+    return list(schema)
+
+
+def replace_pivots(expression: exp.Expression, unpivot: bool,
+                   build: Callable[[exp.Expression, exp.Pivot], exp.Select]) -> None:
+    """Replace each ``source PIVOT (...) AS alias`` (``unpivot``: each UNPIVOT) by the derived
+    table ``(build(source, pivot)) AS alias``."""
+    for node in list(expression.find_all(exp.Pivot)):
+        if bool(node.args.get("unpivot")) != unpivot:
+            continue
+        source = node.parent
+        if len(source.args.get("pivots")) != 1 or len(node.args.get("fields") or []) != 1:
+            raise unsupported(node, f"this form of {'UNPIVOT' if unpivot else 'PIVOT'}")
+        alias = node.alias or source.alias_or_name
+        source.replace(exp.Subquery(this=build(source, node), alias=exp.TableAlias(this=exp.to_identifier(alias))))
+
+
+def without_pivots(source: exp.Expression) -> exp.Expression:
+    """A copy of a FROM source without its PIVOT or UNPIVOT."""
+    bare = source.copy()
+    bare.set("pivots", None)
+    return bare
 
 
 def catalog_type(column: exp.Column, source: exp.Expression | None, schemas: dict[str, dict[str, str]]) -> str | None:

@@ -34,6 +34,8 @@ prepared and read later:
   number on a subquery and its copy, within their SELECT (``subquery_copies``, read by
   ``grouped_value_join``); ``ONE_ROW`` (a derived table): its lineage comes from a shared
   copy in the SELECT list, not through the join (``one_row_join``, read by ``join``);
+* ``UNALIASED`` (a SELECT-list generator): written without column names, which Spark gives
+  it (``generator.mark_unaliased``, read by ``generator.unaliased_again`` and ``generator``);
 * ``DISJOINT_ROWS``, ``SHARED`` and ``MANY_GROUPS`` (the rewritten query ``rewrite``
   returns): what callers learn of its lineage and its grouping (``output``).
 """
@@ -62,6 +64,7 @@ DISJOINT_ROWS = "dl_disjoint_rows"  # on the result: no id is in the DLs of two 
 SHARED = "dl_shared"  # on the result: its lineage with the sets all rows share apart (SharedLineage)
 ONE_ROW = "dl_one_row"  # a one-row aggregate joined to every row: its lineage is a shared copy
 MANY_GROUPS = "dl_many_groups"  # on the result: its outermost SELECT groups by a key into many groups
+UNALIASED = "dl_unaliased"  # a generator written without column names (qualify, generator)
 
 
 # Where a table occurrence's lineage ids come from: ``(id expression, nullable)`` over the

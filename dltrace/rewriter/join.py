@@ -19,9 +19,11 @@ from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
 
 from dltrace.rewriter.base_table import base_table
+from dltrace.rewriter.clauses import conjuncts
 from dltrace.rewriter.context import ONE_ROW, RewriteContext, unsupported
 from dltrace.rewriter.derived_table import derived_table
 from dltrace.rewriter.keys import single_row_sources
+from dltrace.rewriter.literal_rows import is_literal_function
 from dltrace.rewriter.saved_result import saved_result
 from dltrace.rewriter.terms import Term
 
@@ -29,8 +31,11 @@ JOIN_KINDS = {"", "INNER", "CROSS", "OUTER"}
 
 
 def source_lineage(source: exp.Expression, scope: Scope, context: RewriteContext) -> tuple[Term, ...]:
-    """Lineage of one FROM/JOIN source: a registered table, a saved result, a CTE or a subquery."""
+    """Lineage of one FROM/JOIN source: a registered table, a saved result, a CTE, a subquery
+    or literal rows (``range``: none)."""
     if source.meta.get(ONE_ROW):  # its lineage is a shared copy in the SELECT list (one_row_join)
+        return ()
+    if is_literal_function(source) or source.args.get("pivots"):  # a PIVOT's lineage is joined beside it (pivot)
         return ()
     alias = source.alias_or_name
     inner = scope.sources.get(alias)
@@ -49,7 +54,8 @@ def join(select: exp.Expression, context: RewriteContext) -> exp.Expression:
     if not isinstance(select, exp.Select):
         return select
     scope = context.scope
-    single = single_row_sources(select, context.table_keys or {})
+    # a LATERAL VIEW's generator repeats its input rows and contributes no ids (generator)
+    single = set() if select.args.get("laterals") else single_row_sources(select, context.table_keys or {})
 
     def lineage_of(source: exp.Expression) -> list[Term]:
         terms = source_lineage(source, scope, context)
@@ -59,32 +65,39 @@ def join(select: exp.Expression, context: RewriteContext) -> exp.Expression:
     from_ = select.args.get("from_")
     if from_ is not None:
         terms.extend(lineage_of(from_.this))
+    seen = {from_.this.alias_or_name} if from_ is not None else set()
     for join_node in select.args.get("joins") or []:
         side, kind = join_node.side.upper(), join_node.kind.upper()
         if kind not in JOIN_KINDS:
             raise unsupported(join_node, f"{' '.join(filter(None, (side, kind)))} JOIN")
         joined = lineage_of(join_node.this)
         if side in ("RIGHT", "FULL"):
-            terms = padded(terms, join_node)
+            terms = padded(terms, join_node, seen)
         if side in ("LEFT", "FULL"):
-            joined = padded(joined, join_node)
+            joined = padded(joined, join_node, {join_node.this.alias_or_name})
         terms.extend(joined)
+        seen.add(join_node.this.alias_or_name)
     context.lineage.of(select).rows = tuple(terms)
     return select
 
 
-def padded(terms: list[Term], join_node: exp.Join) -> list[Term]:
-    """The terms of a side an outer join may pad with NULLs: nullable, since a padded row
-    contributes no lineage.  A set the side's rows share (an uncorrelated subquery's, held
-    apart and evaluated once) is not NULL on a padded row by itself: it holds only where
-    one of the side's own ids does."""
-    guard = next((t for t in terms if not isinstance(t.sql, exp.Subquery) and not t.nullable), None)
+def padded(terms: list[Term], join_node: exp.Join, aliases: set[str]) -> list[Term]:
+    """The terms of a side an outer join may pad with NULLs (the sources ``aliases``):
+    nullable, since a padded row contributes no lineage.  A set the side's rows share (an
+    uncorrelated subquery's, held apart and evaluated once) is not NULL on a padded row by
+    itself: it holds only where one of the side's own ids does, or, on a side without ids
+    (literal rows), one of its columns the ON condition's ``=`` matched."""
+    guard = next((t.sql for t in terms if not isinstance(t.sql, exp.Subquery) and not t.nullable), None)
+    if guard is None:
+        guard = next((side for eq in conjuncts(join_node.args.get("on")) if isinstance(eq, exp.EQ)
+                      for side in (eq.this, eq.expression) if isinstance(side, exp.Column) and side.table in aliases),
+                     None)
     result = []
     for term in terms:
         if isinstance(term.sql, exp.Subquery):
             if guard is None:
                 raise unsupported(join_node, "an outer join whose padded side has no lineage of its own rows")
-            present = exp.Not(this=exp.Is(this=guard.sql.copy(), expression=exp.Null()))
+            present = exp.Not(this=exp.Is(this=guard.copy(), expression=exp.Null()))
             term = replace(term, sql=exp.If(this=present, true=term.sql, false=exp.Null()), shared=False)
         result.append(replace(term, nullable=True))
     return result

@@ -18,6 +18,7 @@ from dataclasses import replace
 from sqlglot import exp
 
 from dltrace.rewriter.context import RewriteContext
+from dltrace.rewriter.generator import is_generator
 from dltrace.rewriter.terms import Term, lineage_column
 
 
@@ -36,6 +37,7 @@ def projection(select: exp.Expression, context: RewriteContext) -> exp.Expressio
         return select
     lineage = context.lineage.of(select)
     rows = lineage.rows
+    generates = any(is_generator(e.this if isinstance(e, (exp.Alias, exp.Aliases)) else e) for e in select.expressions)
     output = []
     for index, term in enumerate(rows):
         if is_symbolic(term, context):
@@ -43,6 +45,7 @@ def projection(select: exp.Expression, context: RewriteContext) -> exp.Expressio
             continue
         name = lineage_column(index)
         select.append("expressions", exp.alias_(term.sql, name))
-        output.append(replace(term, sql=exp.column(name), shared=False))
+        # a generator in the SELECT list repeats the row and its lineage (generator)
+        output.append(replace(term, sql=exp.column(name), shared=False, unique=term.unique and not generates))
     lineage.projected, lineage.output = rows, tuple(output)
     return select

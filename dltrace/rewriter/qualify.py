@@ -31,6 +31,8 @@ from sqlglot.optimizer.qualify import qualify as sqlglot_qualify
 from dltrace.errors import BadInput, SqlSyntaxError, UnknownColumn, UnknownTable
 from dltrace.rewriter.context import RewriteContext, unsupported
 from dltrace.rewriter.dialect import SPARK
+from dltrace.rewriter.generator import mark_unaliased, name_lateral_views, unaliased_again
+from dltrace.rewriter.literal_rows import is_literal_function, name_literal_columns
 
 RESERVED_OUTPUT = "dl"
 MISSING_KEYWORD = re.compile(r"Required keyword: '(\w+)' missing for <class '(?:\w+\.)*(\w+)'>")
@@ -40,7 +42,7 @@ OPERATORS = {"EQ": "=", "NEQ": "<>", "GT": ">", "GTE": ">=", "LT": "<", "LTE": "
 
 def parse(sql: str) -> exp.Expression:
     """One Spark SQL query, or a ``SqlSyntaxError`` that says where it stops making sense."""
-    statement = parse_statement(sql)
+    statement = name_literal_columns(parse_statement(sql))
     if not isinstance(statement, exp.Query):
         raise BadInput(f"only queries can be traced, not {statement.key.upper()} statements")
     return statement
@@ -93,10 +95,13 @@ def qualify(expression: exp.Expression, context: RewriteContext) -> exp.Expressi
 
 def qualify_against_catalog(expression: exp.Expression, schemas: dict[str, dict[str, str]]) -> exp.Expression:
     """Qualify ``expression`` with the catalog's schemas; unknown tables and columns are errors."""
+    expression = name_literal_columns(expression)  # (parse names them too, for a VALUES statement)
     cte_names = {cte.alias_or_name.lower() for cte in expression.find_all(exp.CTE)}
     for table in expression.find_all(exp.Table):
-        if not isinstance(table.this, exp.Identifier):  # range(10), explode(...): rows of no table
-            raise unsupported(table, "a table-valued function (its rows have no ids to trace)")
+        if is_literal_function(table):  # range(10): literal rows (literal_rows)
+            continue
+        if not isinstance(table.this, exp.Identifier):  # explode(...) in FROM, a UDTF
+            raise unsupported(table, "a table-valued function in FROM (but range)")
         name = table.name.lower()
         if table.args.get("db") or (name not in schemas and name not in cte_names):
             full = table.sql(dialect=SPARK).split(" AS ")[0]
@@ -110,6 +115,8 @@ def qualify_against_catalog(expression: exp.Expression, schemas: dict[str, dict[
         if name in schemas and not schemas[name]:
             raise BadInput(f"table '{table.name}' has no columns (registered from an empty file): "
                            f"remove it with `dltrace tables drop {table.name}`")
+    mark_unaliased(expression)
+    name_lateral_views(expression)
     try:
         qualified = sqlglot_qualify(
             expression.copy(),
@@ -124,6 +131,7 @@ def qualify_against_catalog(expression: exp.Expression, schemas: dict[str, dict[
     except SchemaError as error:
         raise BadInput(f"the query does not fit the catalog's schemas: {error}") from None
     inner_joins(qualified)
+    unaliased_again(qualified)
     outputs = [
         name for name in qualified.named_selects if name.lower() == RESERVED_OUTPUT or name.lower().startswith("__dl")
     ]

@@ -16,13 +16,10 @@ from __future__ import annotations
 from sqlglot import exp
 
 from dltrace.rewriter.context import RewriteContext, unsupported
+from dltrace.rewriter.generator import is_generator
 
 REFUSED: tuple[tuple[type[exp.Expression], str], ...] = (
-    (exp.Lateral, "LATERAL / LATERAL VIEW"),
-    (exp.Pivot, "PIVOT / UNPIVOT"),
-    (exp.Values, "a VALUES list"),
     (exp.TableSample, "TABLESAMPLE"),
-    (exp.Explode, "a generator function (explode)"),
     (exp.Unnest, "UNNEST"),
 )
 
@@ -33,6 +30,8 @@ def refuse_unsupported(expression: exp.Expression, context: RewriteContext) -> e
     if with_ is not None and with_.args.get("recursive"):
         raise unsupported(with_, "WITH RECURSIVE")
     for node in expression.walk():
+        if isinstance(node, exp.Lateral) and not (node.args.get("view") and is_generator(node.this)):
+            raise unsupported(node, "a LATERAL subquery")
         for kind, what in REFUSED:
             if isinstance(node, kind):
                 raise unsupported(node, what)
