@@ -149,6 +149,9 @@ CONSTRUCTS = {
     "exists_in_derived_table": "select d.s_name, count(*) as c from store d, (select s.s_id as k, s.t_id from sales "
                                "s left semi join item i on i.i_id = s.i_id and i.category <> 'clothing') x "
                                "where x.k = d.s_id group by d.s_name",
+    # no joined row, one row all the same: the one-row aggregate's lineage must not reach it
+    "global_aggregate_over_one_row_join": "select count(*) as n from sales s cross join (select avg(num) as a from "
+                                          "sales) t where s.num > 1000000",
     "one_row_join_cte": "with m as (select max(num) as top from sales where price > 5) select s.s_id, sum(s.num) as n "
                         "from sales s, m group by s.s_id, m.top having sum(s.num) > m.top / 10",
 }

@@ -18,7 +18,7 @@ from tpcds.__main__ import generate, load, register
 def tpcds(spark) -> LineageSession:
     directory = generate(0.1, ROOT / "data")
     session = LineageSession(ROOT / "data" / "catalog-tpcds-sf0.1", spark=spark)
-    register(session, directory, {name: load(name) for name in ("q14", "q23", "q23b", "q23b_joined")})
+    register(session, directory, {name: load(name, frequency=2) for name in ("q14", "q23", "q23b", "q23b_joined")})
     return session
 
 

@@ -59,7 +59,11 @@ def parser() -> argparse.ArgumentParser:
 
 def load(name: str, frequency: int = 4) -> str:
     """A query's text, with q23's frequent items selling more than ``frequency`` times a day."""
-    return (QUERIES / f"{name}.sql").read_text().replace("having count(*) > 4)", f"having count(*) > {frequency})")
+    text = (QUERIES / f"{name}.sql").read_text()
+    standard = "having count(*) > 4)"
+    if frequency != 4 and name.startswith("q23") and standard not in text:
+        raise DltraceError(f"tpcds: {name}.sql no longer reads `{standard}`: --frequency cannot apply")
+    return text.replace(standard, f"having count(*) > {frequency})")
 
 
 def generate(sf: float, root: Path = Path("data")) -> Path:
@@ -94,7 +98,7 @@ def cli_mode(name: str, catalog: Path, lineage: bool) -> Mode:
     """``dltrace sql @query`` in a process of its own, which must exit 0."""
 
     def prepare(query: str, sql: str):
-        text = Path(tempfile.mkdtemp(prefix="tpcds-")) / f"{query}.sql"  # the query as measured (--frequency)
+        text = Path(tempfile.gettempdir()) / f"dltrace-tpcds-{query}.sql"  # the query as measured (--frequency)
         text.write_text(sql)
         command = [str(Path(sys.executable).parent / "dltrace"), "sql", f"@{text}",
                    "--catalog", str(catalog), "--limit", "100"] + ([] if lineage else ["--lineage-on", ""])

@@ -30,6 +30,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -72,8 +73,9 @@ def measured(args: list[str], catalog: Path) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in ("SPARK_REMOTE", "SPARK_MASTER")}
     env["DLTRACE_SERVER"] = "off"
     started = time.perf_counter()
+    errors = tempfile.TemporaryFile(mode="w+")  # not a pipe: a JVM's logging would fill it and block
     process = subprocess.Popen([sys.executable, "-m", "dltrace", *args, "--catalog", str(catalog)],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                               stdout=subprocess.PIPE, stderr=errors, text=True, env=env)
     peak, jvm, chunks = 0, False, []
     reader = threading.Thread(target=lambda: chunks.append(process.stdout.read()))
     reader.start()
@@ -84,8 +86,9 @@ def measured(args: list[str], catalog: Path) -> dict:
         time.sleep(0.02)
     reader.join()
     seconds = time.perf_counter() - started
+    errors.seek(0)
     if process.returncode != 0:
-        raise SystemExit(f"memory_bench: `dltrace {' '.join(args)}` failed: {process.stderr.read()[-500:]}")
+        raise SystemExit(f"memory_bench: `dltrace {' '.join(args)}` failed: {errors.read()[-500:]}")
     return {"seconds": seconds, "peak_mib": peak / 1024, "jvm": jvm, "stdout": "".join(chunks)}
 
 

@@ -72,23 +72,24 @@ def join(select: exp.Expression, context: RewriteContext) -> exp.Expression:
             raise unsupported(join_node, f"{' '.join(filter(None, (side, kind)))} JOIN")
         joined = lineage_of(join_node.this)
         if side in ("RIGHT", "FULL"):
-            terms = padded(terms, join_node, seen)
+            terms = padded(terms, join_node, seen, by_condition=side == "RIGHT")
         if side in ("LEFT", "FULL"):
-            joined = padded(joined, join_node, {join_node.this.alias_or_name})
+            joined = padded(joined, join_node, {join_node.this.alias_or_name}, by_condition=side == "LEFT")
         terms.extend(joined)
         seen.add(join_node.this.alias_or_name)
     context.lineage.of(select).rows = tuple(terms)
     return select
 
 
-def padded(terms: list[Term], join_node: exp.Join, aliases: set[str]) -> list[Term]:
+def padded(terms: list[Term], join_node: exp.Join, aliases: set[str], by_condition: bool) -> list[Term]:
     """The terms of a side an outer join may pad with NULLs (the sources ``aliases``):
     nullable, since a padded row contributes no lineage.  A set the side's rows share (an
     uncorrelated subquery's, held apart and evaluated once) is not NULL on a padded row by
     itself: it holds only where one of the side's own ids does, or, on a side without ids
-    (literal rows), one of its columns the ON condition's ``=`` matched."""
+    (literal rows) that only appears matched (``by_condition``: not a FULL JOIN's, whose
+    unmatched rows are kept too), one of its columns the ON condition's ``=`` matched."""
     guard = next((t.sql for t in terms if not isinstance(t.sql, exp.Subquery) and not t.nullable), None)
-    if guard is None:
+    if guard is None and by_condition:
         guard = next((side for eq in conjuncts(join_node.args.get("on")) if isinstance(eq, exp.EQ)
                       for side in (eq.this, eq.expression) if isinstance(side, exp.Column) and side.table in aliases),
                      None)

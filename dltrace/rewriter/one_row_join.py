@@ -17,8 +17,10 @@ HAVING that filtered it out would have none.  (The derived table keeps its linea
 column, which nothing reads: Spark prunes it.)
 
 It applies to a derived table or CTE whose query is an uncorrelated, deterministic SELECT that
-aggregates without GROUP BY, window, LIMIT or OFFSET, read by a SELECT with no RIGHT or
-FULL join where it is the FROM or an inner or cross join (on the preserved side).
+aggregates without GROUP BY, window, generator, LIMIT or OFFSET, read by a SELECT with no
+RIGHT or FULL join where it is the FROM or an inner or cross join (on the preserved side),
+and which gives no row without joined rows (not an aggregate without GROUP BY or of
+grouping sets: over no rows it still gives one, whose lineage the copy must not reach).
 
 >>> from dltrace.rewriter import rewrite_sql, PAPER_SCHEMA
 >>> print(rewrite_sql("SELECT s.s_id, COUNT(*) AS n FROM sales s CROSS JOIN (SELECT AVG(num) AS a FROM sales) t "
@@ -31,9 +33,10 @@ from __future__ import annotations
 from sqlglot import exp
 from sqlglot.optimizer.scope import build_scope
 
-from dltrace.rewriter.aggregate import is_aggregate
+from dltrace.rewriter.aggregate import has_grouping_sets, is_aggregate
 from dltrace.rewriter.context import ONE_ROW, RewriteContext
 from dltrace.rewriter.exists_join import nondeterministic
+from dltrace.rewriter.generator import is_generator
 from dltrace.rewriter.subquery_copies import COPY_ALIAS, in_lineage_copy, is_skipped, place_copy
 
 
@@ -44,7 +47,7 @@ def one_row_join(expression: exp.Expression, context: RewriteContext) -> exp.Exp
         if is_skipped(select) or in_lineage_copy(select) or select.args.get("laterals"):
             continue
         joins = select.args.get("joins") or []
-        if any(join.side in ("RIGHT", "FULL") for join in joins):
+        if any(join.side in ("RIGHT", "FULL") for join in joins) or _row_without_input(select):
             continue
         from_ = select.args.get("from_")
         candidates = [from_.this] if from_ is not None else []
@@ -74,12 +77,20 @@ def _body(source: exp.Expression) -> exp.Expression | None:
     return None
 
 
+def _row_without_input(select: exp.Select) -> bool:
+    """Whether ``select`` may give a row that no joined row made (an aggregate without GROUP
+    BY, or of grouping sets, over no rows), whose lineage the shared copy must not reach."""
+    return is_aggregate(select) and (not select.args.get("group") or has_grouping_sets(select))
+
+
 def _one_row(query: exp.Expression) -> bool:
     """An uncorrelated, deterministic aggregate without GROUP BY: exactly one row (none
-    past a HAVING)."""
+    past a HAVING; a generator or LATERAL VIEW would make several)."""
     if not isinstance(query, exp.Select) or not is_aggregate(query) or query.find(exp.Window):
         return False
-    if any(query.args.get(key) for key in ("group", "limit", "offset")) or nondeterministic(query):
+    if any(query.args.get(key) for key in ("group", "limit", "offset", "laterals")) or nondeterministic(query):
+        return False
+    if any(is_generator(node) for item in query.expressions for node in item.walk()):
         return False
     root = build_scope(query)
     for scope in root.traverse():
