@@ -26,7 +26,10 @@ OFFSETS = (exp.Lag, exp.Lead)
 def can_hold_apart(select: exp.Select, context: RewriteContext) -> bool:
     """Whether a copy of ``select`` run on its own gives the rows this run gives: it can be
     run where the outermost query is (``_readable_anywhere``) and picks no rows or values by
-    chance (``_deterministic``)."""
+    chance (``_deterministic``), and reads no LATERAL VIEW (a generator's or an UNPIVOT's:
+    the copy of such a query is not yet made right, DUPLICATED_CTE_NAMES; spelled out instead)."""
+    if any(node.find(exp.Lateral) for node in _inputs(select)):
+        return False
     return _readable_anywhere(select, context) and _deterministic(select)
 
 
