@@ -41,7 +41,7 @@ from dltrace import LineageSession
 from dltrace.table_data import duckdb_rows_sql
 from tpch.duck import connect
 
-BAD_KEY = 123_457  # the bad event: k = BAD_KEY
+BAD_KEY = 12_347  # the bad event: k = BAD_KEY (so --rows must be larger)
 TARGETS = {"peak": 4 * 1024, "in place": 3.0}  # MiB of the process tree; seconds for impact and explain
 
 
@@ -76,20 +76,36 @@ def measured(args: list[str], catalog: Path) -> dict:
     errors = tempfile.TemporaryFile(mode="w+")  # not a pipe: a JVM's logging would fill it and block
     process = subprocess.Popen([sys.executable, "-m", "dltrace", *args, "--catalog", str(catalog)],
                                stdout=subprocess.PIPE, stderr=errors, text=True, env=env)
-    peak, jvm, chunks = 0, False, []
-    reader = threading.Thread(target=lambda: chunks.append(process.stdout.read()))
-    reader.start()
-    while process.poll() is None:
-        tree = descendants(process.pid)
-        peak = max(peak, sum(resident_kib(pid) for pid in tree))
-        jvm = jvm or any(command_name(pid) == "java" for pid in tree)
-        time.sleep(0.02)
-    reader.join()
+    sampler = TreeSampler(process.pid)
+    stdout = process.communicate()[0]
+    sampler.stop()
     seconds = time.perf_counter() - started
     errors.seek(0)
     if process.returncode != 0:
         raise SystemExit(f"memory_bench: `dltrace {' '.join(args)}` failed: {errors.read()[-500:]}")
-    return {"seconds": seconds, "peak_mib": peak / 1024, "jvm": jvm, "stdout": "".join(chunks)}
+    return {"seconds": seconds, "peak_mib": sampler.peak / 1024, "jvm": sampler.jvm, "stdout": stdout}
+
+
+class TreeSampler:
+    """The peak summed resident memory (KiB) of a process and its descendants, and whether a
+    JVM ran among them: sampled every 20 ms in a thread of its own until ``stop``."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid, self.peak, self.jvm = pid, 0, False
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._sample)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        while not self._stopped.is_set():
+            tree = descendants(self.pid)
+            self.peak = max(self.peak, sum(resident_kib(pid) for pid in tree))
+            self.jvm = self.jvm or any(command_name(pid) == "java" for pid in tree)
+            time.sleep(0.02)
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self._thread.join()
 
 
 def descendants(pid: int) -> list[int]:
@@ -176,17 +192,7 @@ def explorer(catalog: Path) -> dict[str, dict]:
            "DLTRACE_SERVER": "off"}
     server = subprocess.Popen([sys.executable, "-m", "dltrace", "ui", "--port", "0", "--catalog", str(catalog)],
                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
-    peak, jvm, stop = [0], [False], threading.Event()
-
-    def sample() -> None:
-        while not stop.is_set():
-            tree = descendants(server.pid)
-            peak[0] = max(peak[0], sum(resident_kib(pid) for pid in tree))
-            jvm[0] = jvm[0] or any(command_name(pid) == "java" for pid in tree)
-            time.sleep(0.02)
-
-    sampler = threading.Thread(target=sample)
-    sampler.start()
+    sampler = TreeSampler(server.pid)
     try:
         address = server.stdout.readline().split(" at ")[-1].strip()
         found = {}
@@ -195,10 +201,9 @@ def explorer(catalog: Path) -> dict[str, dict]:
             with urlopen(address.split("?")[0].rstrip("/") + path, timeout=600) as response:
                 body = response.read()
             found[name] = {"seconds": time.perf_counter() - started, "body": json.loads(body)}
-        return {name: {**r, "peak_mib": peak[0] / 1024, "jvm": jvm[0]} for name, r in found.items()}
+        return {name: {**r, "peak_mib": sampler.peak / 1024, "jvm": sampler.jvm} for name, r in found.items()}
     finally:
-        stop.set()
-        sampler.join()
+        sampler.stop()
         server.terminate()
         server.wait()
 
