@@ -29,8 +29,8 @@ def persisted(frame) -> Iterator:
 def numbered_sets(frame, named_sets, shared_sets: int) -> tuple:
     """``(frame, numbered, count)``: ``frame`` with ``DL_shared`` naming the shared sets (every
     row all ``shared_sets`` of them) and, by number, the sets held apart its ``DL_names``
-    names, ``named_sets`` (``(__dlname, __dlid)``) as ``(set_id, id)`` rows, and how many sets
-    they are; ``(frame, None, 0)`` when nothing is held apart."""
+    names, ``named_sets`` (``(__dlname, __dlids)``) as ``(set_id, ids)`` rows (a set each, its
+    ids sorted), and how many sets they are; ``(frame, None, 0)`` when nothing is held apart."""
     if named_sets is None:
         return frame, None, 0
     numbered, numbers = _numbers(named_sets, shared_sets)
@@ -38,21 +38,22 @@ def numbered_sets(frame, named_sets, shared_sets: int) -> tuple:
 
 
 def _numbers(named_sets, first: int) -> tuple:
-    """``(numbered, numbers)``: ``named_sets`` (``(__dlname, __dlid)``) as ``(set_id, id)`` rows,
-    and ``numbers``, each set's name to its ``set_id``: from ``first`` on, in name order (the
-    names are distinct: the order, and so each number, is one; Python's order of text is
-    Spark's, by code point).  The names are read once, numbered here, and joined back as a
-    table of their own: no window over all names in one task, no Python call per id."""
+    """``(numbered, numbers)``: ``named_sets`` (``(__dlname, __dlids)``, a set each) as
+    ``(set_id, ids)`` rows, and ``numbers``, each set's name to its ``set_id``: from ``first``
+    on, in name order (the names are distinct: the order, and so each number, is one;
+    Python's order of text is Spark's, by code point).  The names are read once, numbered
+    here, and joined back as a table of their own: no window over all names in one task, no
+    Python call per id."""
     import pandas as pd
     from pyspark.sql import functions as F
 
-    names = sorted(named_sets.select("__dlname").distinct().toArrow().column("__dlname").to_pylist())
+    names = sorted(named_sets.select("__dlname").toArrow().column("__dlname").to_pylist())
     numbers = {name: number for number, name in enumerate(names, first)}
     table = pd.DataFrame({"__dlname": pd.Series(names, dtype=object),
                           SHARED_SET: pd.Series(range(first, first + len(names)), dtype="int32")})
     numbered = named_sets.sparkSession.createDataFrame(table, f"__dlname string, {SHARED_SET} int")
-    rows = named_sets.join(numbered, "__dlname").where(F.col("__dlid").isNotNull())
-    return rows.select(SHARED_SET, F.col("__dlid").alias(SHARED_ID)), numbers
+    rows = named_sets.join(F.broadcast(numbered), "__dlname")
+    return rows.select(SHARED_SET, F.col("__dlids").alias(SHARED_ID)), numbers
 
 
 def _naming(frame, numbers: dict[str, int], shared_sets: int):

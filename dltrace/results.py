@@ -267,7 +267,7 @@ class ResultStore:
 
         ``shared_sets``: one-row DataFrames, each a sorted id array that every row's DL also
         holds (``frame``'s ``DL`` then has the rows' own ids only); stored once each.
-        ``named_sets``: ``(__dlname, __dlid)`` rows of sets held apart that some rows each
+        ``named_sets``: ``(__dlname, __dlids)`` rows, sets held apart that some rows each
         hold (window partitions and frame blocks), named in ``frame``'s ``DL_names``; stored
         once each, after the shared sets, and named by number in the rows' ``DL_shared``.
         ``references``: the saved results whose rows ``frame``'s DLs name, with their codes
@@ -483,7 +483,7 @@ def write_index(rows_frame, target: Location) -> None:
 def write_shared_sets(sets: Sequence, target: Location, numbered=None) -> int:
     """Each shared set's ids as ``(set_id, id)`` rows, sorted by set then id, in one file (the
     sets are computed once each, as one sorted array), then the sets held apart
-    (``numbered``), sorted; the number of ids written."""
+    (``numbered``: ``(set_id, ids)``, a set each, its ids sorted); the number of ids written."""
     from functools import reduce
 
     from pyspark.sql import functions as F
@@ -493,7 +493,8 @@ def write_shared_sets(sets: Sequence, target: Location, numbered=None) -> int:
         for number, frame in enumerate(sets)
     ]
     if numbered is not None:
-        exploded.append(numbered.select(SHARED_SET, SHARED_ID).orderBy(SHARED_SET, SHARED_ID))
+        # a set per row, its ids sorted: sorted by set, then spread (in order) a row per id
+        exploded.append(numbered.orderBy(SHARED_SET).select(SHARED_SET, F.explode(SHARED_ID).alias(SHARED_ID)))
     rows = reduce(lambda a, b: a.unionAll(b), exploded).coalesce(1)
     rows.write.options(**WRITE_OPTIONS).option("parquet.block.size", INDEX_ROW_GROUP_BYTES).parquet(str(target))
     return read_parquet(rows.sparkSession, target, SHARED_SCHEMA).count()  # from the files' footers

@@ -61,7 +61,7 @@ def held_apart(store: ResultStore, spark, saved: SavedResult) -> tuple:
 
 def held_apart_sets(ls, frame):
     """The sets held apart that some rows of ``frame`` each name in ``DL_names`` (window
-    partitions and frame blocks, ``rewriter/window_sets.py``), as ``(__dlname, __dlid)`` rows;
+    partitions and frame blocks, ``rewriter/window_sets.py``), as ``(__dlname, __dlids)`` rows, a set each;
     None unless ``frame`` was planned as a save stores it (``windows_apart``)."""
     made_by = ls.made_by(frame)
     if made_by is None or made_by.shared is None or made_by.shared.named is None:

@@ -237,6 +237,8 @@ def test_sets_held_apart_are_read_without_dltrace_and_without_spark(windows):
     explorer) give every saved row's whole DL, the sets it names resolved."""
     from pathlib import Path
 
+    import pyarrow.parquet as pq
+
     from tests.test_shared_lineage import duckdb_decoded
 
     windows.save(windows.sql(COMPOSED["running then rank"], semantics="data"), "files_mart")
@@ -245,6 +247,9 @@ def test_sets_held_apart_are_read_without_dltrace_and_without_spark(windows):
     assert duckdb_decoded(saved, windows.store) == {row: ids for row, ids in expected.items() if ids}
     assert {row: list(windows.store.row_ids(saved, row)) for row in expected} == expected
     assert Path(windows.store.path(saved.shared)).exists() and saved.named_sets > 0
+    stored = pq.read_table(windows.store.path(saved.shared))  # sorted by set, then id (docs/formats.md)
+    keys = list(zip(stored.column("set_id").to_pylist(), stored.column("id").to_pylist()))
+    assert keys == sorted(set(keys))
 
 
 REVIEWED = {

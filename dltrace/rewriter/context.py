@@ -88,7 +88,7 @@ class Lineages:
 
     def __init__(self) -> None:
         self._by_node: dict[int, tuple[exp.Expression, ScopeLineage]] = {}
-        # the sets held apart (``Kind.REFS`` names): queries of ``(__dlname, __dlid)`` rows
+        # the sets held apart (``Kind.REFS`` names): queries of ``(__dlname, __dlids)`` rows, a set each
         self.held_apart: list[exp.Expression] = []
 
     def of(self, node: exp.Expression) -> ScopeLineage:

@@ -66,7 +66,7 @@ class SharedLineage:
     sets: tuple[exp.Expression, ...]
     disjoint: bool
     # sets held apart that some rows each name (window partitions and frame blocks, planned
-    # with ``windows_apart``): ``(__dlname, __dlid)`` rows, the names in ``rows``' DL_NAMES
+    # with ``windows_apart``): ``(__dlname, __dlids)`` rows, a set each, the names in ``rows``' DL_NAMES
     named: exp.Expression | None = None
 
 
@@ -108,7 +108,7 @@ def output(expression: exp.Expression, context: RewriteContext) -> exp.Expressio
 
 
 def _named_sets(context: RewriteContext) -> exp.Expression | None:
-    """The sets the window rule held apart, ``(__dlname, __dlid)``, as one query (None: none)."""
+    """The sets the window rule held apart, ``(__dlname, __dlids)``, as one query (None: none)."""
     queries = context.lineage.held_apart
     if not queries:
         return None
@@ -120,10 +120,8 @@ def _named_sets(context: RewriteContext) -> exp.Expression | None:
 
 def _lookup(named: exp.Expression) -> exp.Select:
     """One row: every set held apart, as a map from its name to its ids (``NAMED_SETS``)."""
-    sets = exp.select("COLLECT_LIST(__dlid) AS __dlids", "__dlname").from_(named.copy().subquery("__dlsets")) \
-        .group_by("__dlname")
     return exp.select(f"MAP_FROM_ENTRIES(COLLECT_LIST(STRUCT(__dlname, __dlids))) AS {NAMED_SETS}").from_(
-        sets.subquery("__dlmap"))
+        named.copy().subquery("__dlmap"))
 
 
 def _with_names(expression: exp.Expression, lineage: ScopeLineage, context: RewriteContext,

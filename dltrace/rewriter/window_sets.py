@@ -193,18 +193,21 @@ def bound(spec: exp.WindowSpec, which: str) -> str:
 
 
 def _named_ids(sets: exp.Select, blocks: bool) -> exp.Expression:
-    """``(__dlname, __dlid)``: each set's ids, from ``sets`` (a copy of the window's SELECT with
-    each row's partition name, ids and, for blocks, its number in window order and its
-    partition's size): a row's ids are in its partition's set, or at every level in the
-    block that holds the row.  A set of rows without ids has one NULL id: its name exists."""
-    ids = exp.select("__dlname", "EXPLODE_OUTER(__dlids) AS __dlid", *(["__dlpos", "__dln"] if blocks else []),
-                     dialect=SPARK).from_(sets.subquery("__dlrows"))
+    """``(__dlname, __dlids)``: each set's name and its ids (distinct, sorted), one row per set,
+    from ``sets`` (a copy of the window's SELECT with each row's partition name, ids and, for
+    blocks, its number in window order and its partition's size): a row's ids are in its
+    partition's set, or at every level in the block that holds the row.  Grouped by set, the
+    ids of a row travel as its array: a set per id and level, as text, cost 10x (the mart's
+    3 million ids, docs/performance.md).  A set of rows without ids is empty: its name exists."""
+    union = "SORT_ARRAY(ARRAY_DISTINCT(FLATTEN(COLLECT_LIST(__dlids)))) AS __dlids"
     if not blocks:
-        return exp.select("__dlname", "__dlid").distinct().from_(ids.subquery("__dlexploded"))
-    levels = exp.select("__dlname", "__dlid", "__dlpos", "EXPLODE(SEQUENCE(0, LENGTH(BIN(__dln)) - 1)) AS __dll",
-                        dialect=SPARK).from_(ids.subquery("__dlexploded"))
-    return exp.select("CONCAT(__dlname, ':', __dll, ':', SHIFTRIGHT(__dlpos, __dll)) AS __dlname", "__dlid",
-                      dialect=SPARK).distinct().from_(levels.subquery("__dllevels"))
+        return exp.select("__dlname", union, dialect=SPARK).from_(sets.subquery("__dlrows")).group_by("__dlname")
+    levels = exp.select("__dlname", "__dlids", "__dlpos", "EXPLODE(SEQUENCE(0, LENGTH(BIN(__dln)) - 1)) AS __dll",
+                        dialect=SPARK).from_(sets.subquery("__dlrows"))
+    blocks_of_rows = exp.select("__dlname", "__dll", "SHIFTRIGHT(__dlpos, __dll) AS __dlj", union, dialect=SPARK) \
+        .from_(levels.subquery("__dllevels")).group_by("__dlname", "__dll", "__dlj")
+    return exp.select("CONCAT(__dlname, ':', __dll, ':', __dlj) AS __dlname", "__dlids", dialect=SPARK).from_(
+        blocks_of_rows.subquery("__dlblocks"))
 
 
 def _parsed(sql: str) -> exp.Expression:
