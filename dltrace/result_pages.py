@@ -17,6 +17,7 @@ import re
 import numpy as np
 
 from dltrace.ids import FIRST_REFERENCE_ID, ROW_BITS, ROW_MASK
+from dltrace.memory_bound import check_ids
 from dltrace.result_format import DL, PARTITION_BITS, POSITION, ROW, SHARED_ID, SHARED_REFS, SHARED_SET, SavedResult
 
 PLAIN_TYPES = re.compile(r"(tinyint|smallint|int|bigint|float|double|boolean|string|date|binary|decimal\(\d+,\d+\))$")
@@ -137,7 +138,11 @@ def whole_lineages(store, result: SavedResult, table) -> list[np.ndarray]:
     parts: list[list[np.ndarray]] = [[ids[ids < FIRST_REFERENCE_ID] if result.references else ids] for ids in own]
     if result.shared:
         named = [refs or [] for refs in table.column(SHARED_REFS).to_pylist()]
-        sets = shared_sets(store, result, sorted({n for refs in named for n in refs}))
+        names = sorted({n for refs in named for n in refs})
+        rows = (f"row {table.column(ROW)[0]} of {result.name}" if table.num_rows == 1 and ROW in table.column_names
+                else f"rows of {result.name}")
+        check_ids(sum(map(len, own)) + shared_ids_to_read(store, result, names), rows)
+        sets = shared_sets(store, result, names)
         for row_parts, refs in zip(parts, named):
             row_parts.extend(sets[n] for n in refs)
     if result.references:
@@ -176,6 +181,24 @@ def union(parts: list[np.ndarray]) -> np.ndarray:
     if len(parts) == 1 and bool(np.all(parts[0][1:] > parts[0][:-1])):
         return parts[0]
     return np.unique(np.concatenate(parts)) if parts else np.array([], dtype=np.int64)
+
+
+def shared_ids_to_read(store, result: SavedResult, names: list[int]) -> int:
+    """How many ids reading the shared sets ``names`` (sorted) reads: the rows of the row
+    groups whose ``set_id`` statistics hold one of them (the files' footers alone)."""
+    if not names:
+        return 0
+    wanted, total = np.asarray(names), 0
+    for fragment in dataset(store, result.shared).get_fragments():
+        metadata = fragment.metadata
+        column = metadata.schema.names.index(SHARED_SET)
+        for group in range(metadata.num_row_groups):
+            statistics = metadata.row_group(group).column(column).statistics
+            low, high = (statistics.min, statistics.max) if statistics is not None and statistics.has_min_max \
+                else (wanted[0], wanted[-1])
+            if np.searchsorted(wanted, high, side="right") > np.searchsorted(wanted, low):
+                total += metadata.row_group(group).num_rows
+    return total
 
 
 def shared_sets(store, result: SavedResult, names: list[int]) -> dict[int, np.ndarray]:

@@ -177,6 +177,26 @@ def test_explain_says_how_many_ids_each_table_gave(capsys, tpch, saved):
     assert code == 0 and out.strip() == "row 0 of t_nothing: no ids in its DL (no base row made it)"
     tpch.drop_result("t_nothing")
 
+def test_explain_reads_only_the_rows_it_prints_and_json_a_page_at_a_time(capsys, tpch, saved, monkeypatch):
+    """Issue 56: explain read every base row of a DL before printing --limit of them; JSON
+    reads a page of ids at a time (bounded memory for a DL of any size), same objects."""
+    from dltrace.commands import explain as explain_command
+    from dltrace.impact import files
+
+    read_ids = []
+    real = files.base_rows
+    monkeypatch.setattr(files, "base_rows", lambda catalog, table, versions, ids: (
+        read_ids.append(len(ids)), real(catalog, table, versions, ids))[1])
+    catalog = str(tpch.catalog.directory)
+    code, out, _ = cli(capsys, "explain", "--result", "t_q3", "--row", "2", "--limit", "2", "--catalog", catalog)
+    assert code == 0 and read_ids and max(read_ids) <= 2, read_ids
+    read_ids.clear()
+    monkeypatch.setattr(explain_command, "JSON_PAGE_IDS", 3)
+    code, out, _ = cli(capsys, "explain", "--result", "t_q3", "--row", "2", "--format", "json", "--catalog", catalog)
+    assert code == 0 and max(read_ids) <= 3 and sum(read_ids) == len(saved["q3"][2].DL)
+    assert sorted(json.loads(line)["_dl_id"] for line in out.splitlines()) == sorted(saved["q3"][2].DL)
+
+
 def test_impact_cli_json(capsys, tpch, saved):
     row = saved["q3"][0]
     lineitem = next(i for i in row.DL if tpch.catalog.table_of_id(i) == "lineitem")

@@ -237,8 +237,6 @@ def test_sets_held_apart_are_read_without_dltrace_and_without_spark(windows):
     explorer) give every saved row's whole DL, the sets it names resolved."""
     from pathlib import Path
 
-    import pyarrow.parquet as pq
-
     from tests.test_shared_lineage import duckdb_decoded
 
     windows.save(windows.sql(COMPOSED["running then rank"], semantics="data"), "files_mart")
@@ -250,6 +248,31 @@ def test_sets_held_apart_are_read_without_dltrace_and_without_spark(windows):
     stored = pq.read_table(windows.store.path(saved.shared))  # sorted by set, then id (docs/formats.md)
     keys = list(zip(stored.column("set_id").to_pylist(), stored.column("id").to_pylist()))
     assert keys == sorted(set(keys))
+
+
+def test_a_dl_past_the_memory_bound_is_refused_in_one_line(windows, capsys, monkeypatch):
+    """Issue 56: a row's whole DL is read at once (explain, summaries, the explorer's why);
+    past DLTRACE_MEMORY_BOUND the command says so in one line, exit 2, before reading it."""
+    from dltrace import result_pages
+    from dltrace.memory_bound import BOUND_VARIABLE, OverMemoryBound
+    from tests.test_cli import cli, one_line
+
+    windows.save(windows.sql(COMPOSED["running then rank"], semantics="data"), "bounded_mart")
+    saved = windows.store.get("bounded_mart")
+    row = saved.rows - 1
+    names = sorted(set(pq.read_table(windows.store.path(saved.data)).column("DL_shared")[row].as_py()))
+    named_ids = sum(map(len, result_pages.shared_sets(windows.store, saved, names).values()))
+    assert 0 < named_ids <= result_pages.shared_ids_to_read(windows.store, saved, names)
+    monkeypatch.setenv(BOUND_VARIABLE, "1k")
+    with pytest.raises(OverMemoryBound, match=f"row {row} of bounded_mart holds about"):
+        windows.store.row_ids(saved, row)
+    code, out, err = cli(capsys, "explain", "--result", "bounded_mart", "--row", str(row),
+                         "--catalog", str(windows.catalog.directory))
+    assert code == 2 and out == "" and one_line(err) and "over dltrace's memory bound of 0 MiB" in err, err
+    monkeypatch.setenv(BOUND_VARIABLE, "lots")
+    code, _, err = cli(capsys, "explain", "--result", "bounded_mart", "--row", "0",
+                       "--catalog", str(windows.catalog.directory))
+    assert code == 2 and "DLTRACE_MEMORY_BOUND='lots' is not a size" in err
 
 
 REVIEWED = {

@@ -10,9 +10,11 @@ from dataclasses import asdict
 from dltrace.commands.common import OUTPUTS, Parents, open_session, reporting_warnings
 from dltrace.commands.output import first_rows
 from dltrace.formatting import output_limit, write_json, write_table
-from dltrace.impact.backward import explain
+from dltrace.impact.backward import base_rows, explain, row_ids_by_table
 from dltrace.result_pages import columns_of, from_files
 from dltrace.summary.summaries import DEFAULT_PATTERNS, LINEAGE_SAMPLE, Summary, check_options
+
+JSON_PAGE_IDS = 65_536  # base rows read at a time for --format json
 
 
 def add_parser(commands, parents: Parents) -> None:
@@ -39,27 +41,38 @@ def run(args: argparse.Namespace) -> int:
 
 def explain_rows(session, args: argparse.Namespace) -> int:
     limit = output_limit(args)
+    if args.format == "json":
+        return explain_json(session, args, limit)
     through = session.store.upstream(args.result)
-    # before any output: a failure prints nothing else; tables pyarrow reads as Spark would, without Spark
-    explained = explain(session, args.result, args.row, from_files=True)
-    counts = ids_by_table(args.result.lower(), args.row, explained.ids)
-    if args.format == "table":
-        print(counts)
-        if through:
-            print(f"row {args.row} of {args.result.lower()} was computed through saved results: {', '.join(through)}")
-        print()
+    # before any output: a failure prints nothing else; tables pyarrow reads as Spark would, without
+    # Spark; only the rows printed are read (a DL of millions of ids: its first --limit rows)
+    explained = explain(session, args.result, args.row, from_files=True, page=(0, limit))
+    print(ids_by_table(args.result.lower(), args.row, explained.ids))
+    if through:
+        print(f"row {args.row} of {args.result.lower()} was computed through saved results: {', '.join(through)}")
+    print()
     for table, frame in explained.items():
-        if args.format == "json":
-            rows = frame.to_pylist() if from_files(frame) else (row.asDict() for row in frame.toLocalIterator())
-            write_json(({"table": table, **row} for row in rows), sys.stdout)
-            continue
-        rows = first_rows(frame, limit)
-        more = f" (first {limit}: raise --limit)" if len(rows) > limit else ""
+        more = f" (first {limit}: raise --limit)" if explained.ids[table] > limit else ""
         print(f"{table}: {_ids(explained.ids[table])}{more}")
-        write_table(rows[:limit], columns_of(frame), session.catalog, sys.stdout)
+        write_table(first_rows(frame, limit)[:limit], columns_of(frame), session.catalog, sys.stdout)
         print()
-    if args.format == "json":  # stdout keeps one JSON object per base row
-        print(f"dltrace: {counts}", file=sys.stderr)
+    if args.reasons:
+        print_reasons(session, args, limit)
+    return 0
+
+
+def explain_json(session, args: argparse.Namespace, limit: int | None) -> int:
+    """Every base row of the row's DL, one JSON object each, read ``JSON_PAGE_IDS`` ids at a
+    time: a DL of any size is written in bounded memory."""
+    saved, ids = row_ids_by_table(session, args.result, args.row)
+    for table, table_ids in ids.items():
+        for offset in range(0, len(table_ids), JSON_PAGE_IDS):
+            page = base_rows(session, saved, table, table_ids[offset:offset + JSON_PAGE_IDS], from_files=True)
+            rows = page.to_pylist() if from_files(page) else (row.asDict() for row in page.toLocalIterator())
+            write_json(({"table": table, **row} for row in rows), sys.stdout)
+    # stdout keeps one JSON object per base row
+    counts = {table: len(table_ids) for table, table_ids in ids.items()}
+    print(f"dltrace: {ids_by_table(args.result.lower(), args.row, counts)}", file=sys.stderr)
     if args.reasons:
         print_reasons(session, args, limit)
     return 0

@@ -40,35 +40,43 @@ def explain(session: Engine, result: str, row: int, from_files: bool = False,
     command line), and Spark is not started for it.  With ``page`` ``(offset, limit)``, only
     the rows of each table's ids ``offset`` to ``offset + limit`` (in id order) are fetched:
     the explorer's pages of a DL of millions of ids read a page's rows, not millions."""
-    import pyarrow as pa
-    from pyspark.sql import functions as F
+    saved, ids_by_table = row_ids_by_table(session, result, row)
+    explained = Explained({}, {table: len(ids) for table, ids in ids_by_table.items()})
+    for table, ids in ids_by_table.items():
+        if page is not None:
+            ids = ids[page[0]:page[0] + page[1]]
+        explained[table] = base_rows(session, saved, table, ids, from_files)
+    return explained
 
+
+def row_ids_by_table(session: Engine, result: str, row: int) -> tuple:
+    """``(saved result, {table: sorted ids of DL(row) from it})``, tables in code order."""
     store = ResultStore(session.catalog)
     saved = store.get(result)
     ids = store.row_ids(saved, row)  # its own ids and those of the shared sets it names
-    ids_by_code = {int(code): ids[(ids >> ROW_BITS) == code] for code in np.unique(ids >> ROW_BITS)}
-    explained = Explained({}, {})
-    for code, ids in sorted(ids_by_code.items()):
-        table = session.catalog.table_of_code(code)
-        explained.ids[table] = len(ids)
-        if page is not None:
-            ids = ids[page[0]:page[0] + page[1]]
-        read = files.base_rows(session.catalog, table, saved.lineage_tables.get(table), ids) if from_files else None
-        if read is not None:
-            explained[table] = read
-            continue
-        spark = session.spark
-        data = None
-        for version in saved.lineage_tables.get(table) or [None]:
-            frame = table_rows(spark, session.catalog, table, version)
-            data = (
-                frame if data is None else data.unionByName(frame, allowMissingColumns=True).dropDuplicates([ID_COLUMN])
-            )
-        if len(ids) <= LITERAL_IDS:
-            found = data.where(f"{ID_COLUMN} IN ({', '.join(map(str, ids.tolist()))})")
-        else:
-            wanted = spark.createDataFrame(pa.table({ID_COLUMN: ids}))  # already here: no second read of the row
-            found = data.join(F.broadcast(wanted), ID_COLUMN, "left_semi")
-        columns = [c for c in data.columns if c != ID_COLUMN]
-        explained[table] = found.select(ID_COLUMN, *map(quoted, columns)).orderBy(ID_COLUMN)
-    return explained
+    codes = ids >> ROW_BITS
+    return saved, {session.catalog.table_of_code(int(code)): ids[codes == code] for code in np.unique(codes)}
+
+
+def base_rows(session: Engine, saved, table: str, ids: np.ndarray, from_files: bool):
+    """The rows of ``table`` whose ids are ``ids`` (sorted), from the versions ``saved`` read:
+    a pyarrow Table where pyarrow reads them as Spark would (``from_files``), else a Spark
+    DataFrame in id order."""
+    import pyarrow as pa
+    from pyspark.sql import functions as F
+
+    read = files.base_rows(session.catalog, table, saved.lineage_tables.get(table), ids) if from_files else None
+    if read is not None:
+        return read
+    spark = session.spark
+    data = None
+    for version in saved.lineage_tables.get(table) or [None]:
+        frame = table_rows(spark, session.catalog, table, version)
+        data = frame if data is None else data.unionByName(frame, allowMissingColumns=True).dropDuplicates([ID_COLUMN])
+    if len(ids) <= LITERAL_IDS:
+        found = data.where(f"{ID_COLUMN} IN ({', '.join(map(str, ids.tolist()))})")
+    else:
+        wanted = spark.createDataFrame(pa.table({ID_COLUMN: ids}))  # already here: no second read of the row
+        found = data.join(F.broadcast(wanted), ID_COLUMN, "left_semi")
+    columns = [c for c in data.columns if c != ID_COLUMN]
+    return found.select(ID_COLUMN, *map(quoted, columns)).orderBy(ID_COLUMN)
