@@ -115,6 +115,33 @@ def test_a_pattern_on_the_key_is_shown_where_it_covers_the_same_rows(spark, tmp_
     assert [(p.predicate, p.recall, p.precision) for p in things.patterns] == [("g = 'b'", 1.0, 1.0)]
 
 
+def test_a_pattern_on_the_declared_key_is_shown_on_a_sampled_table(spark, tmp_path, monkeypatch):
+    """Issue 56: on a table too large to summarize whole, a pattern is replaced by one on the
+    declared key where Spark counts the same rows: the key of its one row, or the key's run."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from dltrace.session import LineageSession
+    from dltrace.summary import summaries
+
+    monkeypatch.setattr(summaries, "TABLE_SAMPLE", 20)
+    codes = [f"K{i:03d}" for i in range(200)]
+    pq.write_table(pa.table({"code": codes, "lat": [10.0 + i / 7 for i in range(200)],
+                             "zone": [i % 3 for i in range(200)]}), tmp_path / "places.parquet")
+    pq.write_table(pa.table({"id": list(range(1, 201)), "v": [3 * i + 1 for i in range(200)],
+                             "g": ["a" if i % 2 else "b" for i in range(200)]}), tmp_path / "things.parquet")
+    session = LineageSession(tmp_path / "catalog", spark=spark)
+    session.register("places", tmp_path / "places.parquet", key=["code"], order_by=["code"])
+    session.register("things", tmp_path / "things.parquet", key=["id"], order_by=["id"])
+    session.save(session.sql("select code, zone from places where lat between 20 and 20.1"), "one_place")
+    session.save(session.sql("select count(*) as n from things where v between 31 and 91"), "a_run")
+    (place,) = session.summarize("one_place", 0, 1).tables
+    assert place.table_sample < place.table_rows == 200
+    assert [(p.predicate, p.table_rows) for p in place.patterns] == [("code = 'K070'", 1)]
+    (things,) = session.summarize("a_run", 0, 1).tables
+    assert [(p.predicate, p.table_rows) for p in things.patterns] == [("id BETWEEN 11 AND 31", 21)]
+
+
 def test_a_sampled_summary_states_its_error(tpch, saved):
     """Learned on 300 of Q6's 1191 lineitem rows: estimates with intervals that hold the
     figures DuckDB counts over the whole lineage."""

@@ -33,7 +33,7 @@ from dltrace.errors import BadInput
 from dltrace.ids import ROW_BITS
 from dltrace.recovery import build_once
 from dltrace.storage import Location
-from dltrace.summary.patterns import Column, LearnedPattern, learn_patterns, prefer_keys
+from dltrace.summary.patterns import Column, Constraint, LearnedPattern, learn_patterns, prefer_keys
 from dltrace.summary.stored import row_ids
 from dltrace.table_data import backquoted, read_parquet
 
@@ -192,6 +192,7 @@ def _summarize_table(session, table: str, version: int | None, ids: np.ndarray, 
         learned = prefer_keys(learned, _keys(columns, entry.key or [], population), population)
         counts = [int(_matching(p, population).sum()) for p in learned]
     else:
+        learned = _on_the_declared_key(data, learned, [c for c in columns if c.name in (entry.key or [])], fetch)
         counts = _exact_counts(data, learned)
     summary = TableSummary(table, version, len(ids), table_rows, size, members.num_rows)
     for pattern, count in zip(learned, counts):
@@ -291,6 +292,40 @@ def _exact_counts(data, learned: list[LearnedPattern]) -> list[int]:
     counts = [F.count_if(F.expr(p.sql())).alias(f"p{i}") for i, p in enumerate(learned)]
     row = data.where(" OR ".join(f"({p.sql()})" for p in learned)).agg(*counts).first()
     return [int(row[f"p{i}"]) for i in range(len(learned))]
+
+
+def _on_the_declared_key(data, learned: list[LearnedPattern], key: list[Column],
+                         fetch: dict[str, str]) -> list[LearnedPattern]:
+    """On a sampled table, each pattern replaced by one on the table's declared key where
+    Spark counts the same rows (``prefer_keys`` on a whole table): the key's range over the
+    pattern's rows (a key of one ordered column), or the key of its one row.  Either holds
+    every row the pattern holds, so equal counts are the same rows.  Two aggregation jobs."""
+    from pyspark.sql import functions as F
+
+    names = {c.name for c in key}
+    open_ = [i for i, p in enumerate(learned) if key and not {c.column.name for c in p.constraints} <= names]
+    if not open_:
+        return learned
+    found = []
+    for i in open_:
+        condition = F.expr(learned[i].sql())
+        found += [F.count_if(condition).alias(f"n{i}"),
+                  *(F.min(F.when(condition, F.expr(fetch[c.name]))).alias(f"lo{i}_{c.name}") for c in key),
+                  *(F.max(F.when(condition, F.expr(fetch[c.name]))).alias(f"hi{i}_{c.name}") for c in key)]
+    row = data.where(" OR ".join(f"({learned[i].sql()})" for i in open_)).agg(*found).first()
+    candidates = {}
+    for i in open_:
+        low, high = ({c.name: row[f"{end}{i}_{c.name}"] for c in key} for end in ("lo", "hi"))
+        if None in low.values():
+            continue
+        if len(key) == 1 and key[0].kind == "range":  # a run of key values
+            candidates[i] = [Constraint(key[0], low=float(low[key[0].name]), high=float(high[key[0].name]))]
+        elif row[f"n{i}"] == 1:  # one row: its key
+            candidates[i] = [Constraint(c, low=float(low[c.name]), high=float(low[c.name])) if c.kind == "range"
+                             else Constraint(c, value=low[c.name]) for c in key]
+    counts = _exact_counts(data, [LearnedPattern(c, learned[i].matches) for i, c in candidates.items()])
+    same = {i: c for (i, c), n in zip(candidates.items(), counts) if n == row[f"n{i}"]}
+    return [LearnedPattern(same[i], p.matches) if i in same else p for i, p in enumerate(learned)]
 
 
 def _measured(pattern: LearnedPattern, size: int, lineage_rows: int, table_rows: int) -> PatternSummary:
