@@ -84,11 +84,6 @@ OUTSIDE_THEOREM = "traced, completeness not stated (a grand total under another 
 MOST_ROWS_CHECKED = 100_000
 TOO_LARGE = f"not checked: more than {MOST_ROWS_CHECKED:,} rows"
 REJECTED = "plain query rejected by Spark"  # the query as written fails in Spark itself
-# a known Spark failure, older than the generator's query that finds it: a roBDD DL whose
-# Python UDF reads a shared set's scalar subquery beside a HAVING subquery of the same table;
-# the executor canonicalizes the subquery to compare the UDF's inputs and finds no session
-# (NullPointerException, every run; docs/representations.md "Known Spark failure")
-BDD_SUBQUERY_NPE = "bdd failed in Spark: a subquery canonicalized on an executor"
 
 
 def top_blocks(tree: exp.Expression) -> list[exp.Select]:
@@ -185,12 +180,7 @@ def check(session: LineageSession, oracle: DuckOracle, query: str, representatio
     if representations and "LIMIT" not in query:  # under ties, LIMIT may keep rows of other lineage
         expected = ids_bag(rows)
         for representation in ("bdd", "auto"):
-            try:
-                other = session.sql(query, representation=representation).collect()
-            except Exception as error:  # noqa: BLE001 - py4j's and Spark Connect's errors differ
-                if 'SparkPlan.session()" is null' in str(error):
-                    return BDD_SUBQUERY_NPE
-                raise
+            other = session.sql(query, representation=representation).collect()
             assert ids_bag(other) == expected, f"{representation} differs from set: {query}"
     return "traced and checked" if complete else OUTSIDE_THEOREM
 
@@ -203,6 +193,5 @@ def generated_summary(outcomes: Counter) -> str:
              f"{OUTSIDE_THEOREM.removeprefix('traced, ')} {outcomes[OUTSIDE_THEOREM]}",
              f"{REJECTED} {outcomes[REJECTED]}",
              f"{TOO_LARGE} {outcomes[TOO_LARGE]}",
-             f"{BDD_SUBQUERY_NPE} {outcomes[BDD_SUBQUERY_NPE]}",
              f"failures {outcomes['failures']}"]
     return f"generated queries: {sum(outcomes.values())} ({', '.join(parts)})"

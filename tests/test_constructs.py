@@ -154,6 +154,20 @@ CONSTRUCTS = {
                                           "sales) t where s.num > 1000000",
     "one_row_join_cte": "with m as (select max(num) as top from sales where price > 5) select s.s_id, sum(s.num) as n "
                         "from sales s, m group by s.s_id, m.top having sum(s.num) > m.top / 10",
+    # a global aggregate whose HAVING reads a subquery of its own table: its one row's roBDD DL
+    # reads the subquery's set joined beside it, not as an argument of the Python call (Spark
+    # 4 canonicalizes such an argument in a task, which has no session: NullPointerException)
+    "global_having_subquery": "select max(num) as m from sales where num >= 1 having sum(num) > "
+                              "(select min(price) from sales)",
+    # a SELECT-list subquery whose HAVING reads a subquery: its lineage copy is that
+    # subquery's shared set (printed once as SORT_ARRAY(SELECT ...), which Spark cannot parse)
+    # a filter of a grouped derived table, as a DataFrame writes HAVING: merged into its HAVING
+    "filtered_groups_in": "select s_name from store where s_id in (select d.s_id from (select s_id, sum(num) as n "
+                          "from sales group by s_id) d where d.n > 3000)",
+    "filtered_groups_projected": "select d.n * 2 as twice, d.s_id from (select s_id, sum(num) as n, count(*) as c "
+                                 "from sales group by s_id having count(*) > 1) d where d.c < 10 or d.s_id = 3",
+    "scalar_subquery_with_having_subquery": "select s_id, (select max(num) from sales having sum(num) > "
+                                            "(select avg(price) from sales)) as m from store",
 }
 
 

@@ -173,14 +173,14 @@ def _with_dl(
     """``expression`` (the rewritten query whose lineage is ``lineage``, or a copy of it) with
     its ``__dl`` columns replaced by ``DL``, the union of the terms ``keep`` selects."""
     query = expression.unnest()
-    if isinstance(query, exp.Select) and query.args.get("having"):
-        return _assembled_above(query, lineage.output, context, keep)
     if not isinstance(query, exp.Select):
         replace_lineage_columns(query, lambda terms: [(DL, _dl(terms, context, keep))], context)
         return expression
+    join_shared = (computed_in_python(_dl(lineage.output, context, keep)) and _one_row(query)
+                   and any(_is_shared(t, keep) for t in lineage.output))
+    if query.args.get("having") or join_shared:
+        return _assembled_above(query, lineage.output, context, keep, join_shared)
     dl = _dl(lineage.projected, context, keep)
-    if computed_in_python(dl) and _one_row(query) and any(_is_shared(t, keep) for t in lineage.output):
-        return _assembled_above(query, lineage.output, context, keep, join_shared=True)
     names = [n for n in query.named_selects if not is_lineage_column(n)]
     if query.args.get("order") and len(set(names)) == len(names):
         if computed_in_python(dl) and _sort_is_kept(query, context):

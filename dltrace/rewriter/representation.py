@@ -113,6 +113,8 @@ def _sorted_subquery(term: Term) -> bool:
     ``SORT_ARRAY`` (``uncorrelated_copies``, saved results' shared sets).  Sorting it again
     cost every row a sort of the shared ids (TPC-H Q20 at SF 10: 1,804 rows of 178,045)."""
     value = _only_projection(term.sql) if term.kind is Kind.IDS else None
+    while isinstance(value, exp.Subquery):  # a copy selecting a shared set's subquery
+        value = _only_projection(value)
     if isinstance(value, exp.Anonymous):  # as the rewriter writes it (``call``)
         return value.name.lower() == "sort_array" and len(value.expressions) == 1
     return isinstance(value, exp.ArraySort) and value.args.get("asc") is None  # as sqlglot parses it

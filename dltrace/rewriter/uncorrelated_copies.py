@@ -39,7 +39,10 @@ def hoist_uncorrelated_copies(query: exp.Expression, context: RewriteContext) ->
         return query
     (term,) = lineage.output
     value = term.sql.this.expressions[0]  # the copy's one column, __dl
-    value.set("this", call("sort_array", value.this))
+    if isinstance(value, exp.Subquery):  # ``(a shared set's subquery) AS __dl``: hoisted, sorted already
+        value.replace(exp.alias_(exp.Subquery(this=value.this), value.alias))
+    else:
+        value.set("this", call("sort_array", value.this))
     lineage.output = (replace(term, shared=True),)
     return query
 
