@@ -166,6 +166,14 @@ CONSTRUCTS = {
                           "from sales group by s_id) d where d.n > 3000)",
     "filtered_groups_projected": "select d.n * 2 as twice, d.s_id from (select s_id, sum(num) as n, count(*) as c "
                                  "from sales group by s_id having count(*) > 1) d where d.c < 10 or d.s_id = 3",
+    # a grouped DataFrame joined on its key (a correlated aggregate, TPC-H Q17's program): its
+    # groups restricted to the keys the filtered store keeps
+    "grouped_join_reduced": "select d.s_name, s.num from store d join sales s on s.s_id = d.s_id join (select s_id, "
+                            "avg(num) as a from sales group by s_id) g on g.s_id = d.s_id where s.num < g.a and "
+                            "d.state = 'CA'",
+    "grouped_join_reduced_grouped": "select d.state, sum(g.n) as n from store d, (select s_id, count(*) as n, "
+                                    "max(price) as p from sales group by s_id) g where g.s_id = d.s_id and "
+                                    "d.city <> 'Lafayette' group by d.state",
     "scalar_subquery_with_having_subquery": "select s_id, (select max(num) from sales having sum(num) > "
                                             "(select avg(price) from sales)) as m from store",
 }
@@ -348,20 +356,23 @@ def test_surviving_groups_keep_a_null_group(spark, tmp_path):
     assert [i for i, _ in rows] == [5] and null_group <= set(rows[0][1])
 
 
-ONE_ROW_JOINS = [name for name in CONSTRUCTS if name.startswith("one_row_join")]
+# the speed-up rules that rewrite a query the DataFrame API writes, and the constructs they apply to
+SPEED_UP_RULES = {"one_row_join": "one_row_join", "merge_filtered_groups": "filtered_groups",
+                  "reduce_grouped_joins": "grouped_join_reduced"}
+SPED_UP = [(rule, name) for rule, prefix in SPEED_UP_RULES.items() for name in CONSTRUCTS if name.startswith(prefix)]
 
 
-@pytest.mark.parametrize("name", ONE_ROW_JOINS)
+@pytest.mark.parametrize("rule, name", SPED_UP)
 @pytest.mark.parametrize("semantics", ["control", "data"])
-def test_a_one_row_aggregate_shared_gives_the_lineage_the_join_gives(paper, name, semantics):
-    """Rewritten without ``one_row_join``, every row carries the aggregate's lineage through
-    the join: the same ids on the same rows."""
+def test_a_speed_up_gives_the_lineage_the_query_gives_without_it(paper, rule, name, semantics):
+    """Rewritten without the rule (``one_row_join``: every row carries the aggregate's lineage
+    through the join), the same ids on the same rows."""
     from dltrace.engine import rewrite_over_catalog
     from dltrace.rewriter import parse, without
 
     query = CONSTRUCTS[name]
     carried = rewrite_over_catalog(parse(query), paper.catalog.tables, paper.schemas({}), {}, semantics=semantics,
-                                   rules=without("one_row_join")).sql(dialect="spark")
+                                   rules=without(rule)).sql(dialect="spark")
     shared = paper.sql(query, semantics=semantics).collect()
-    assert carried != paper.rewrite(query, semantics=semantics), "one_row_join should apply"
+    assert carried != paper.rewrite(query, semantics=semantics), f"{rule} should apply"
     assert lineage_bag(paper.run(carried).collect()) == lineage_bag(shared)

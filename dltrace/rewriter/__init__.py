@@ -47,6 +47,7 @@ from dltrace.rewriter.exists_join import exists_join
 from dltrace.rewriter.filtered_groups import merge_filtered_groups
 from dltrace.rewriter.filtered_tables import merge_filtered_tables
 from dltrace.rewriter.generator import generator
+from dltrace.rewriter.grouped_join_reduction import reduce_grouped_joins
 from dltrace.rewriter.grouped_value_join import grouped_value_join
 from dltrace.rewriter.inequality_split import inequality_split
 from dltrace.rewriter.join import join
@@ -99,13 +100,14 @@ RULES: tuple[Phase, ...] = (
     # equivalent ones the scope rules know (distinct set operations and SEMI/ANTI joins into
     # EXISTS and DISTINCT, DISTINCT into GROUP BY); under control semantics join an EXISTS
     # the plan is better off joining, after merging a filter of a grouped derived table into
-    # its HAVING and a derived table it filters into the SELECT that joins it (speed-ups);
+    # its HAVING, restricting one joined on its key to the keys the join keeps and merging
+    # a derived table it filters into the SELECT that joins it (speed-ups);
     # then copy the expression subqueries, which must see every subquery the earlier rules
     # made, copy a one-row aggregate joined to every row into its SELECT list, to be shared,
     # and point a copy over all of a grouped CTE at the rows it groups (speed-ups).
     Phase("prepare", (qualify, refuse_unsupported, unpivot, generator, number_instances, pivot,
-                      distinct_set_operations, semi_anti_join, distinct, merge_filtered_groups, merge_filtered_tables,
-                      exists_join, subquery_copies, one_row_join, ungrouped_copies)),
+                      distinct_set_operations, semi_anti_join, distinct, merge_filtered_groups, reduce_grouped_joins,
+                      merge_filtered_tables, exists_join, subquery_copies, one_row_join, ungrouped_copies)),
     # Per scope, innermost first: the sources' lineage (literal rows: none; base tables, saved
     # results, subqueries, CTEs, outer joins), WHERE subqueries before grouping (a correlated aggregate and its
     # copy from one grouped join, a speed-up), aggregation, HAVING and SELECT-list

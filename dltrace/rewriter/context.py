@@ -58,6 +58,7 @@ from dltrace.rewriter.terms import Lineage
 INSTANCE = "dl_instance"  # a table occurrence's number (0, 1, ...) among those of its table
 SKIP = "dl_skip"  # an original expression subquery: never rewritten
 CLAUSE = "dl_clause"  # a lineage copy: where its subquery stands (where, having, expressions)
+KEYS_ALIAS = "__dlkeys"  # a semi-join reduction's keys: they restrict rows, and add no lineage
 WHOLE_INPUT = "dl_whole_input"  # EXCEPT's control lineage: all rows of the right input
 COPY_OF = "dl_copy_of"  # an expression subquery and its lineage copy: the same number
 DISJOINT_ROWS = "dl_disjoint_rows"  # on the result: no id is in the DLs of two rows

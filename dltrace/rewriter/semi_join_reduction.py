@@ -22,10 +22,8 @@ from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
 
 from dltrace.rewriter.clauses import conjuncts, correlation, sources
-from dltrace.rewriter.context import RewriteContext
+from dltrace.rewriter.context import KEYS_ALIAS, RewriteContext
 from dltrace.rewriter.subquery_copies import is_lineage_copy
-
-KEYS_ALIAS = "__dlkeys"
 
 
 def semi_join_reduction(query: exp.Expression, context: RewriteContext) -> exp.Expression:
