@@ -139,3 +139,9 @@ def unsupported(node: exp.Expression, what: str) -> UnsupportedLineage:
     meta = getattr(node, "meta", {}) or {}
     where = f" (line {meta['line']}, col {meta['col']})" if "line" in meta else ""
     return UnsupportedLineage(f"{what} is not supported yet{where}: {text}", construct=what)
+
+
+def reads_keys(node: exp.Expression) -> bool:
+    """Whether ``node`` reads a semi-join reduction's keys (``KEYS_ALIAS``): a condition that
+    restricts rows to those a join keeps anyway, with no lineage of its own."""
+    return any(table.alias_or_name == KEYS_ALIAS for table in node.find_all(exp.Table))

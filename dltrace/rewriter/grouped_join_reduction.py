@@ -29,8 +29,9 @@ from sqlglot import exp
 
 from dltrace.rewriter.base_table import is_catalog_table
 from dltrace.rewriter.clauses import conjuncts, sources
-from dltrace.rewriter.context import KEYS_ALIAS, RewriteContext
+from dltrace.rewriter.context import RewriteContext
 from dltrace.rewriter.exists_join import nondeterministic
+from dltrace.rewriter.semi_join_reduction import keys_of
 
 GROUPED_PARTS = ("expressions", "from_", "joins", "where", "group", "having")
 
@@ -78,10 +79,7 @@ def _reduce(source: exp.Subquery, tables: dict[str, exp.Table], conditions: list
             filters = [c for c in conditions if _only_on(c, theirs.table)]
             if not filters:
                 continue
-            table = tables[theirs.table]
-            kept = exp.select(exp.column(theirs.name, table=KEYS_ALIAS)).from_(
-                exp.Table(this=table.this.copy(), alias=exp.TableAlias(this=exp.to_identifier(KEYS_ALIAS))))
-            kept.where(exp.and_(*(_renamed(f) for f in filters)), copy=False)
+            kept = keys_of(tables[theirs.table], theirs.table, [theirs], filters)
             query.where(exp.In(this=keys[mine.name.lower()].copy(), query=exp.Subquery(this=kept)), copy=False)
             return
 
@@ -91,11 +89,3 @@ def _only_on(condition: exp.Expression, alias: str) -> bool:
     columns = list(condition.find_all(exp.Column))
     return (bool(columns) and all(c.table == alias for c in columns) and not condition.find(exp.Select)
             and not nondeterministic(condition))
-
-
-def _renamed(condition: exp.Expression) -> exp.Expression:
-    """``condition`` on the keys' table."""
-    copied = condition.copy()
-    for column in copied.find_all(exp.Column):
-        column.set("table", exp.to_identifier(KEYS_ALIAS))
-    return copied

@@ -43,8 +43,7 @@ from dataclasses import replace
 from sqlglot import exp
 
 from dltrace.rewriter.clauses import catalog_type, conjuncts, sources
-from dltrace.rewriter.context import COPY_OF, SKIP, RewriteContext
-from dltrace.rewriter.semi_join_reduction import is_key_reduction
+from dltrace.rewriter.context import COPY_OF, SKIP, RewriteContext, reads_keys
 from dltrace.rewriter.subquery_copies import expression_subqueries
 
 GROUPED = "__dlv"  # the grouped aggregate: its value column, and numbered its alias (``__dlv0``, ...)
@@ -219,7 +218,7 @@ def _local_conjuncts(query: exp.Select, keys: list[tuple[exp.Column, exp.Column]
         exp.EQ(this=outer, expression=inner).sql() for inner, outer in keys}
     # a semi-join reduction ANDs its keys to the copy's WHERE: (corr AND filters) AND keys
     return [part for part in conjuncts(query.args.get("where")) if part.sql() not in correlation
-            and (not is_key_reduction(part) or reduction and _plain_keys(part))]
+            and (not reads_keys(part) or reduction and _plain_keys(part))]
 
 
 def _plain_keys(reduction: exp.Expression) -> bool:

@@ -176,8 +176,8 @@ def _with_dl(
     if not isinstance(query, exp.Select):
         replace_lineage_columns(query, lambda terms: [(DL, _dl(terms, context, keep))], context)
         return expression
-    join_shared = (computed_in_python(_dl(lineage.output, context, keep)) and _one_row(query)
-                   and any(_is_shared(t, keep) for t in lineage.output))
+    join_shared = (_one_row(query) and any(_is_shared(t, keep) for t in lineage.output)
+                   and computed_in_python(_dl(lineage.output, context, keep)))
     if query.args.get("having") or join_shared:
         return _assembled_above(query, lineage.output, context, keep, join_shared)
     dl = _dl(lineage.projected, context, keep)

@@ -47,19 +47,7 @@ def semi_join_reduction(query: exp.Expression, context: RewriteContext) -> exp.E
     if table is None or not filters or table_rows.get(table.name.lower(), 0) >= inner_rows:
         return query
 
-    def renamed(node: exp.Expression) -> exp.Expression:
-        """``node`` reading the keys' table: its own columns of ``alias`` renamed, not those of
-        a subquery nested in it (which may name its own table ``alias`` too: ``nation``)."""
-        node = node.copy()
-        for column in node.find_all(exp.Column):
-            if column.table == alias and column.find_ancestor(exp.Select) is None:
-                column.set("table", exp.to_identifier(KEYS_ALIAS))
-        return node
-
-    keys = exp.select(*(renamed(outer) for _, outer in pairs)).from_(
-        exp.Table(this=table.this.copy(), alias=exp.TableAlias(this=exp.to_identifier(KEYS_ALIAS)))
-    )
-    keys.where(exp.and_(*(renamed(f) for f in filters)), copy=False)
+    keys = keys_of(table, alias, [outer for _, outer in pairs], filters)
     inner = pairs[0][0].copy() if len(pairs) == 1 else exp.Tuple(expressions=[i.copy() for i, _ in pairs])
     # not copied: the WHERE's columns stay those sqlglot's scope knows (inequality_split reads them)
     reduced = exp.and_(where.this, exp.In(this=inner, query=exp.Subquery(this=keys)), copy=False)
@@ -67,9 +55,22 @@ def semi_join_reduction(query: exp.Expression, context: RewriteContext) -> exp.E
     return query
 
 
-def is_key_reduction(condition: exp.Expression) -> bool:
-    """True for the keys this rule ANDs to a copy's WHERE."""
-    return any(table.alias_or_name == KEYS_ALIAS for table in condition.find_all(exp.Table))
+def keys_of(table: exp.Table, alias: str, columns: list[exp.Expression],
+            filters: list[exp.Expression]) -> exp.Select:
+    """``SELECT columns FROM table AS __dlkeys WHERE filters``: the keys a reduction keeps,
+    ``alias``'s columns read from the keys' table (not those of a subquery nested in a
+    filter, which may name its own table ``alias`` too: ``nation``)."""
+
+    def renamed(node: exp.Expression) -> exp.Expression:
+        node = node.copy()
+        for column in node.find_all(exp.Column):
+            if column.table == alias and column.find_ancestor(exp.Select) is None:
+                column.set("table", exp.to_identifier(KEYS_ALIAS))
+        return node
+
+    keys = exp.select(*map(renamed, columns)).from_(
+        exp.Table(this=table.this.copy(), alias=exp.TableAlias(this=exp.to_identifier(KEYS_ALIAS))))
+    return keys.where(exp.and_(*map(renamed, filters)), copy=False)
 
 
 def _filters_only(condition: exp.Expression, alias: str, outer: Scope) -> bool:

@@ -31,7 +31,7 @@ from collections.abc import Iterator
 from sqlglot import exp
 
 from dltrace.rewriter.aggregate import is_aggregate, only_if_rows_read
-from dltrace.rewriter.context import CLAUSE, COPY_OF, KEYS_ALIAS, SKIP, WHOLE_INPUT, RewriteContext, unsupported
+from dltrace.rewriter.context import CLAUSE, COPY_OF, SKIP, WHOLE_INPUT, RewriteContext, reads_keys, unsupported
 from dltrace.rewriter.representation import SET
 from dltrace.rewriter.terms import Term, tables_of
 
@@ -110,7 +110,7 @@ def _copy_subqueries(select: exp.Select, context: RewriteContext) -> None:
         if clause not in SUPPORTED_CLAUSES:
             raise unsupported(query, f"a subquery in {clause.upper().rstrip('_')}")
         query.meta[SKIP] = True
-        if clause != "expressions" and context.semantics == "data" or _reads_keys(query):
+        if clause != "expressions" and context.semantics == "data" or reads_keys(query):
             continue
         if _always_empty(query, select) and not query.meta.get(WHOLE_INPUT):
             continue
@@ -121,11 +121,6 @@ def _copy_subqueries(select: exp.Select, context: RewriteContext) -> None:
         for inner in list(copy.find_all(exp.Select)):  # the copy itself first, then its inner queries
             if not is_skipped(inner):
                 _copy_subqueries(inner, context)
-
-
-def _reads_keys(query: exp.Expression) -> bool:
-    """A semi-join reduction's keys (``grouped_join_reduction``): rows the join drops anyway."""
-    return any(table.alias_or_name == KEYS_ALIAS for table in query.find_all(exp.Table))
 
 
 def place_copy(select: exp.Select, query: exp.Expression, clause: str, name: str) -> exp.Expression:

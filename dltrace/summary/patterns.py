@@ -249,6 +249,18 @@ def prefer_keys(patterns: list[LearnedPattern], keys: list[list[Column]],
     return [_on_a_key(pattern, keys, population) for pattern in patterns]
 
 
+def key_constraints(key: list[Column], low: dict, high: dict, rows: int) -> list[Constraint] | None:
+    """A pattern on ``key`` that holds every row of another's (its ``rows`` rows' key values
+    reach from ``low`` to ``high``): the run of key values of a one-column ordered key, or
+    the key of its one row; None when neither fits."""
+    if len(key) == 1 and key[0].kind == "range":  # a run of key values
+        return [Constraint(key[0], low=float(low[key[0].name]), high=float(high[key[0].name]))]
+    if rows == 1:  # one row: its key
+        return [Constraint(c, low=float(low[c.name]), high=float(low[c.name])) if c.kind == "range"
+                else Constraint(c, value=low[c.name]) for c in key]
+    return None
+
+
 def _on_a_key(pattern: LearnedPattern, keys: list[list[Column]], population: dict[str, np.ndarray]) -> LearnedPattern:
     """The pattern on the first key that matches the same population rows, else ``pattern``."""
     members = np.ones(len(next(iter(population.values()))), dtype=bool)
@@ -259,14 +271,10 @@ def _on_a_key(pattern: LearnedPattern, keys: list[list[Column]], population: dic
         if not members.any() or used <= {c.name for c in key}:
             return pattern  # nothing to describe, or on this key already
         values = {c.name: population[c.name][members] for c in key}
-        if len(key) == 1 and key[0].kind == "range":  # a run of key values
-            column = key[0]
-            constraints = [Constraint(column, low=float(np.nanmin(values[column.name])),
-                                      high=float(np.nanmax(values[column.name])))]
-        elif members.sum() == 1:  # one row: its key
-            constraints = [Constraint(c, low=float(values[c.name][0]), high=float(values[c.name][0]))
-                           if c.kind == "range" else Constraint(c, value=values[c.name][0]) for c in key]
-        else:
+        low = {c.name: np.nanmin(values[c.name]) if c.kind == "range" else values[c.name][0] for c in key}
+        high = {c.name: np.nanmax(values[c.name]) if c.kind == "range" else values[c.name][0] for c in key}
+        constraints = key_constraints(key, low, high, int(members.sum()))
+        if constraints is None:
             continue
         same = np.ones_like(members)
         for constraint in constraints:

@@ -33,7 +33,7 @@ from dltrace.errors import BadInput
 from dltrace.ids import ROW_BITS
 from dltrace.recovery import build_once
 from dltrace.storage import Location
-from dltrace.summary.patterns import Column, Constraint, LearnedPattern, learn_patterns, prefer_keys
+from dltrace.summary.patterns import Column, LearnedPattern, key_constraints, learn_patterns, prefer_keys
 from dltrace.summary.stored import row_ids
 from dltrace.table_data import backquoted, read_parquet
 
@@ -318,11 +318,9 @@ def _on_the_declared_key(data, learned: list[LearnedPattern], key: list[Column],
         low, high = ({c.name: row[f"{end}{i}_{c.name}"] for c in key} for end in ("lo", "hi"))
         if None in low.values():
             continue
-        if len(key) == 1 and key[0].kind == "range":  # a run of key values
-            candidates[i] = [Constraint(key[0], low=float(low[key[0].name]), high=float(high[key[0].name]))]
-        elif row[f"n{i}"] == 1:  # one row: its key
-            candidates[i] = [Constraint(c, low=float(low[c.name]), high=float(low[c.name])) if c.kind == "range"
-                             else Constraint(c, value=low[c.name]) for c in key]
+        constraints = key_constraints(key, low, high, row[f"n{i}"])
+        if constraints is not None:
+            candidates[i] = constraints
     counts = _exact_counts(data, [LearnedPattern(c, learned[i].matches) for i, c in candidates.items()])
     same = {i: c for (i, c), n in zip(candidates.items(), counts) if n == row[f"n{i}"]}
     return [LearnedPattern(same[i], p.matches) if i in same else p for i, p in enumerate(learned)]
