@@ -1,6 +1,6 @@
 """Sets held apart when a result is saved: a window's partitions and the blocks of a
 partition's rows its frames are made of (``rewriter/window_sets.py``), stored once each in
-``shared.parquet`` after the sets every row shares, numbered in name order, and named by
+``shared.parquet`` after the sets every row shares, numbered in the order of their names (hashes), and named by
 number in the rows' ``DL_shared`` (docs/formats.md).
 """
 
@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from dltrace.errors import DltraceError
 from dltrace.result_format import SHARED_ID, SHARED_REFS, SHARED_SET
 from dltrace.rewriter.output import DL_NAMES
 
@@ -33,40 +34,74 @@ def numbered_sets(frame, named_sets, shared_sets: int) -> tuple:
     ids sorted), and how many sets they are; ``(frame, None, 0)`` when nothing is held apart."""
     if named_sets is None:
         return frame, None, 0
-    numbered, numbers = _numbers(named_sets, shared_sets)
-    return _naming(frame, numbers, shared_sets), numbered, len(numbers)
+    numbered, names = _numbers(named_sets, shared_sets)
+    return _naming(frame, names, shared_sets), numbered, len(names)
 
 
 def _numbers(named_sets, first: int) -> tuple:
-    """``(numbered, numbers)``: ``named_sets`` (``(__dlname, __dlids)``, a set each) as
-    ``(set_id, ids)`` rows, and ``numbers``, each set's name to its ``set_id``: from ``first``
-    on, in name order (the names are distinct: the order, and so each number, is one;
-    Python's order of text is Spark's, by code point).  The names are read once, numbered
-    here, and joined back as a table of their own: no window over all names in one task, no
-    Python call per id."""
-    import pandas as pd
+    """``(numbered, names)``: ``named_sets`` (``(__dlname, __dlids)``, a set each) as
+    ``(set_id, ids)`` rows, and the sets' names (64-bit hashes, ``rewriter/window_sets.py``)
+    sorted, the name at index i that of set ``first`` + i.  The names are read once, as one
+    array, and joined back as a table of their own: no window over all names in one task.
+    Two sets of one name would merge: the save stops instead (a chance of about one in
+    3·10^7 for a million sets)."""
+    import numpy as np
+    import pyarrow as pa
     from pyspark.sql import functions as F
 
-    names = sorted(named_sets.select("__dlname").toArrow().column("__dlname").to_pylist())
-    numbers = {name: number for number, name in enumerate(names, first)}
-    table = pd.DataFrame({"__dlname": pd.Series(names, dtype=object),
-                          SHARED_SET: pd.Series(range(first, first + len(names)), dtype="int32")})
-    numbered = named_sets.sparkSession.createDataFrame(table, f"__dlname string, {SHARED_SET} int")
+    names = np.sort(named_sets.select("__dlname").toArrow().column("__dlname").to_numpy())
+    if names.size > 1 and bool((names[1:] == names[:-1]).any()):
+        raise DltraceError("lineage not saved: two of the windows' sets held apart have the same 64-bit name "
+                           "(a hash collision, about one in 10^7 saves of a million sets): save the result with "
+                           "its lineage spelled out, as sql() gives it, and report this")
+    table = pa.table({"__dlname": names, SHARED_SET: np.arange(first, first + names.size, dtype=np.int32)})
+    numbered = named_sets.sparkSession.createDataFrame(table)
     rows = named_sets.join(F.broadcast(numbered), "__dlname")
-    return rows.select(SHARED_SET, F.col("__dlids").alias(SHARED_ID)), numbers
+    return rows.select(SHARED_SET, F.col("__dlids").alias(SHARED_ID)), names
 
 
-def _naming(frame, numbers: dict[str, int], shared_sets: int):
+def _naming(frame, names, shared_sets: int):
     """``frame`` with ``DL_shared`` naming by number the shared sets (every row all of them)
-    and the sets held apart its ``DL_names`` names.  The names are looked up in a Python dict:
-    a Spark map is searched key by key (a save of 30,000 rows naming 60,000 sets: 67 s)."""
-    import pandas as pd
-    from pyspark.sql import functions as F
+    and the sets held apart its ``DL_names`` names (``names``: the sorted names, the first
+    numbered ``shared_sets``).  Looked up in Arrow batches by binary search: a Spark map is
+    searched key by key (a save of 30,000 rows naming 60,000 sets: 67 s), and a Python dict
+    per name cost seconds for the 6.7 million names of a rank over 336,776 flights."""
+    from pyspark.sql.types import ArrayType, IntegerType, StructField, StructType
 
-    every_row = list(range(shared_sets))
+    kept = [field for field in frame.schema.fields if field.name not in (DL_NAMES, SHARED_REFS)]
+    schema = StructType([*kept, StructField(SHARED_REFS, ArrayType(IntegerType()))])
+    columns = [field.name for field in kept]
 
-    def numbered(names):
-        return names.map(lambda row: every_row + [numbers[name] for name in (row if row is not None else ())])
+    def numbered(batches):
+        import pyarrow as pa
 
-    numbered.__annotations__ = {"names": pd.Series, "return": pd.Series}  # read by pandas_udf
-    return frame.withColumn(SHARED_REFS, F.pandas_udf(numbered, "array<int>")(F.col(DL_NAMES))).drop(DL_NAMES)
+        for batch in batches:
+            refs = _set_numbers(batch.column(DL_NAMES), names, shared_sets)
+            yield pa.RecordBatch.from_arrays([*(batch.column(c) for c in columns), refs], [*columns, SHARED_REFS])
+
+    return frame.mapInArrow(numbered, schema)
+
+
+def _set_numbers(refs, names, shared_sets: int):
+    """Each row's list of names (NULL: none) as the list of its sets' numbers: first the
+    ``shared_sets`` every row names, then the number of each name (``first`` + its index in
+    ``names``)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    lengths = pc.fill_null(pc.list_value_length(refs), 0).to_numpy(zero_copy_only=False).astype(np.int64)
+    values = pc.list_flatten(refs).to_numpy(zero_copy_only=False)
+    found = np.searchsorted(names, values)
+    if values.size and (found.max() >= names.size or bool((names[found] != values).any())):
+        raise AssertionError("a row names a set held apart that the save did not compute")
+    numbers = (found + shared_sets).astype(np.int32)
+    counts = lengths + shared_sets
+    offsets = np.concatenate([[0], np.cumsum(counts)])
+    if shared_sets:
+        within = np.arange(offsets[-1]) - np.repeat(offsets[:-1], counts)
+        every_row = within < shared_sets
+        numbers, spread = np.empty(offsets[-1], dtype=np.int32), numbers
+        numbers[every_row] = within[every_row]
+        numbers[~every_row] = spread
+    return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(numbers, pa.int32()))

@@ -42,6 +42,12 @@ DEFAULT_CONF = {
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.shuffle.partitions": "8",
     "spark.sql.adaptive.enabled": "true",
+    # groups an object aggregate (the native DLUNION, SortedIds) keeps per task in a hash map
+    # before it sorts the rest of its input (Spark's default 128): a group's ids are a long[],
+    # not boxed objects, so thousands of groups per task cost no sort (the window bench's
+    # daily groups at 10x nycflights13: 3.1 s -> 1.35 s; docs/performance.md, "Measurements
+    # behind design choices"); past 65,536 groups in a task it sorts the rest, as before
+    "spark.sql.objectHashAggregate.sortBased.fallbackThreshold": "65536",
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     # embedded Spark runs its tasks in the driver's JVM: this heap holds every lineage set in flight

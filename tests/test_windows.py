@@ -327,9 +327,43 @@ def test_a_spark_sql_script_refuses_a_result_whose_rows_name_window_sets(windows
 
 
 def test_partitions_that_print_alike_as_text_keep_sets_of_their_own(windows):
-    """Partition names are JSON of the values: arrays ['a, b'] and ['a', 'b'] print alike as
+    """Partition names are hashes of the values: arrays ['a, b'] and ['a', 'b'] print alike as
     text, and a shared name would give each partition's rows the other's lineage."""
     query = ("select id, count(*) over (partition by p order by t) as n from (select id, t, "
              "case when id % 2 = 0 then array('a, b') else array('a', 'b') end as p from trips)")
     windows.save(windows.sql(query), "alike_partitions")
     assert whole_bag(windows.result("alike_partitions").collect()) == whole_bag(windows.sql(query).collect())
+
+
+def test_partitions_null_in_different_columns_keep_sets_of_their_own(windows):
+    """A hash skips NULLs: (NULL, 1) and (1, NULL) would hash alike without the IS NULL flags
+    their names hash beside the values."""
+    query = ("select id, count(*) over (partition by a, b order by t) as n from (select id, t, "
+             "case when id % 2 = 0 then 1 end as a, case when id % 2 = 1 then 1 end as b from trips)")
+    windows.save(windows.sql(query), "null_partitions")
+    assert whole_bag(windows.result("null_partitions").collect()) == whole_bag(windows.sql(query).collect())
+
+
+def test_sets_of_one_name_stop_the_save(windows):
+    """Two sets held apart whose 64-bit names collide would merge: the save stops instead."""
+    from dltrace.errors import DltraceError
+    from dltrace.named_sets import numbered_sets
+
+    sets = windows.spark.createDataFrame([(7, [1]), (7, [2])], "__dlname bigint, __dlids array<bigint>")
+    frame = windows.spark.createDataFrame([(1, [7])], "x int, DL_names array<bigint>")
+    with pytest.raises(DltraceError, match="same 64-bit name"):
+        numbered_sets(frame, sets, 0)
+
+
+def test_rows_name_their_sets_by_number_after_every_shared_set(windows):
+    """``DL_shared``: the shared sets every row names (0, 1), then each name's set number, in
+    the row's order of names; a row without names (NULL) names the shared sets alone."""
+    from dltrace.named_sets import numbered_sets
+
+    sets = windows.spark.createDataFrame([(30, [1]), (-5, [2]), (12, [3])], "__dlname bigint, __dlids array<bigint>")
+    frame = windows.spark.createDataFrame([(1, [12, -5]), (2, None), (3, [30])], "x int, DL_names array<bigint>")
+    named, numbered, count = numbered_sets(frame, sets, 2)
+    assert count == 3
+    assert sorted(tuple(r) for r in named.select("x", "DL_shared").collect()) == [
+        (1, [0, 1, 3, 2]), (2, [0, 1]), (3, [0, 1, 4])]
+    assert sorted((r.set_id, r.id) for r in numbered.collect()) == [(2, [2]), (3, [3]), (4, [1])]

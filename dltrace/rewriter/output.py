@@ -138,9 +138,9 @@ def _with_names(expression: exp.Expression, lineage: ScopeLineage, context: Rewr
     outer = exp.select(*[exp.column(n, table=OUTER) for n in names]).from_(query.subquery(OUTER, copy=False))
     terms = [t if isinstance(t.sql, exp.Subquery) else t.at(exp.column(t.sql.name, table=OUTER))
              for t in lineage.output]
-    refs = [exp.func("coalesce", t.sql, typed_empty_array("STRING")) for t in terms if t.kind is Kind.REFS]
+    refs = [exp.func("coalesce", t.sql, typed_empty_array("BIGINT")) for t in terms if t.kind is Kind.REFS]
     value = refs[0] if len(refs) == 1 else exp.func("array_distinct", exp.func("concat", *refs)) if refs else \
-        typed_empty_array("STRING")
+        typed_empty_array("BIGINT")
     if lookup is None:
         outer.select(exp.alias_(_dl(tuple(terms), context, keep), DL), copy=False)
         outer.select(exp.alias_(value, DL_NAMES), copy=False)

@@ -6,7 +6,7 @@ The DL of a row is the union of its *terms*.  A term is either
   side of an outer join),
 * ``IDS``: a native set, ``array<bigint>`` of distinct ids, or
 * ``BDD``: a serialized roBDD (``binary``), or
-* ``REFS``: names of sets held apart (``array<string>``): a window partition's ids, or a
+* ``REFS``: names of sets held apart (``array<bigint>``, hashes): a window partition's ids, or a
   block of a partition's rows in window order (``window_sets.py``), stored once each when a
   result is saved and named by the rows whose DL holds them (only while planning a save).
 

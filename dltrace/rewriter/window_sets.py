@@ -146,24 +146,23 @@ def _over(frame: exp.Window, order: bool = False, spec: str = "") -> str:
 
 
 def _partition_name(frame: exp.Window, number: int) -> exp.Expression:
-    """The name of the row's partition of window ``number``: the partition's values as JSON
-    (strings quoted, binary in base64, timestamps to the microsecond with their offset), the
-    least over the partition (Spark's partitions merge -0.0 and 0.0, which print apart)."""
+    """The name of the row's partition of window ``number``: a 64-bit hash of the window's
+    number and the partition's values (each with whether it is NULL, so that (NULL, 1) and
+    (1, NULL) differ), the least over the partition (Spark's partitions merge -0.0 and 0.0,
+    which hash apart).  A number, not text: names travel through every frame that gathers
+    them, and a save checks that its sets' names are distinct (``named_sets``)."""
     partition = frame.args.get("partition_by") or []
-    if not partition:
-        return exp.Literal.string(f"w{number}:")
-    values = ", ".join(f"'p{i}', {p.sql(dialect=SPARK)}" for i, p in enumerate(partition))
-    options = ("MAP('timestampFormat', 'yyyy-MM-dd HH:mm:ss.SSSSSSXXX', "
-               "'timestampNTZFormat', 'yyyy-MM-dd HH:mm:ss.SSSSSS')")
-    return _parsed(f"CONCAT('w{number}:', MIN(TO_JSON(NAMED_STRUCT({values}), {options})) OVER ({_over(frame)}))")
+    values = "".join(f", {p.sql(dialect=SPARK)} IS NULL, {p.sql(dialect=SPARK)}" for p in partition)
+    name = f"XXHASH64('w{number}'{values})"
+    return _parsed(f"MIN({name}) OVER ({_over(frame)})" if partition else name)
 
 
 def frame_blocks(key: exp.Expression, frame: exp.Window) -> exp.Expression:
     """The names of the aligned blocks that make up the row's frame: with the partition's rows
-    numbered 0..n-1 in window order, the frame is rows [lo, hi), and a block ``key:l:j`` is
-    rows [j·2^l, (j+1)·2^l).  The canonical cover takes, per level, a block inside [lo, hi)
-    whose parent is not (at most the first and the last: a segment tree's decomposition), so
-    at most 2·log2(n) names.  lo and hi are counts over RANGE frames: peers stay together."""
+    numbered 0..n-1 in window order, the frame is rows [lo, hi), and a block (l, j) is rows
+    [j·2^l, (j+1)·2^l), named by ``block_name``.  The canonical cover takes, per level, a block
+    inside [lo, hi) whose parent is not (at most the first and the last: a segment tree's
+    decomposition), so at most 2·log2(n) names.  lo and hi are counts over RANGE frames: peers stay together."""
     spec = frame.args["spec"]
     start, end = bound(spec, "start"), bound(spec, "end")
     n = f"COUNT(*) OVER ({_over(frame)})"
@@ -179,7 +178,14 @@ def frame_blocks(key: exp.Expression, frame: exp.Window) -> exp.Expression:
                   f"NAMED_STRUCT('l', __dll, 'j', SHIFTRIGHT({lo} + {one} - 1, __dll)), "
                   f"NAMED_STRUCT('l', __dll, 'j', SHIFTRIGHT({hi}, __dll) - 1))))")
     return _parsed(f"TRANSFORM(ARRAY_DISTINCT(FILTER({candidates}, __dlb -> {inside})), "
-                   f"__dlb -> CONCAT({key.sql(dialect=SPARK)}, ':', __dlb.l, ':', __dlb.j))")
+                   f"__dlb -> {block_name(key.sql(dialect=SPARK), '__dlb.l', '__dlb.j')})")
+
+
+def block_name(partition: str, level: str, block: str) -> str:
+    """The name of block ``block`` at ``level`` of a partition named ``partition``: a hash
+    of the three, typed alike wherever it is computed (a hash of an int differs from a
+    bigint's)."""
+    return f"XXHASH64({partition}, CAST({level} AS INT), CAST({block} AS BIGINT))"
 
 
 def bound(spec: exp.WindowSpec, which: str) -> str:
@@ -206,7 +212,7 @@ def _named_ids(sets: exp.Select, blocks: bool) -> exp.Expression:
                         dialect=SPARK).from_(sets.subquery("__dlrows"))
     blocks_of_rows = exp.select("__dlname", "__dll", "SHIFTRIGHT(__dlpos, __dll) AS __dlj", union, dialect=SPARK) \
         .from_(levels.subquery("__dllevels")).group_by("__dlname", "__dll", "__dlj")
-    return exp.select("CONCAT(__dlname, ':', __dll, ':', __dlj) AS __dlname", "__dlids", dialect=SPARK).from_(
+    return exp.select(f"{block_name('__dlname', '__dll', '__dlj')} AS __dlname", "__dlids", dialect=SPARK).from_(
         blocks_of_rows.subquery("__dlblocks"))
 
 
