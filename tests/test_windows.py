@@ -367,3 +367,17 @@ def test_rows_name_their_sets_by_number_after_every_shared_set(windows):
     assert sorted(tuple(r) for r in named.select("x", "DL_shared").collect()) == [
         (1, [0, 1, 3, 2]), (2, [0, 1]), (3, [0, 1, 4])]
     assert sorted((r.set_id, r.id) for r in numbered.collect()) == [(2, [2]), (3, [3]), (4, [1])]
+
+
+def test_partitions_whose_names_collide_stop_the_save(windows, monkeypatch):
+    """Sets are grouped by their partitions' values, not by name alone: partitions of one
+    name (a 64-bit hash collision, forced here) are two sets of that name, and the save stops
+    instead of giving each partition's rows both partitions' ids."""
+    from dltrace.errors import DltraceError
+    from dltrace.rewriter import window_sets
+
+    monkeypatch.setattr(window_sets, "_partition_name", lambda frame, number: window_sets._parsed("XXHASH64('w')"))
+    query = "select id, max(u) over (partition by k) as top_u from trips"
+    with pytest.raises(DltraceError, match="same 64-bit name"):
+        windows.save(windows.sql(query), "colliding_partitions")
+    assert not windows.store.exists("colliding_partitions")

@@ -124,12 +124,15 @@ def held_apart(select: exp.Select, frame: exp.Window, own: Lineage, context: Rew
     sets = select.copy()
     for clause in ("order", "limit", "offset"):
         sets.set(clause, None)
-    columns = [exp.alias_(key, "__dlname"), exp.alias_(SET.as_set(ids), "__dlids")]
+    partition = frame.args.get("partition_by") or []
+    values = [f"__dlp{i}" for i in range(len(partition))]
+    columns = [exp.alias_(key, "__dlname"), exp.alias_(SET.as_set(ids), "__dlids"),
+               *(exp.alias_(p.copy(), v) for p, v in zip(partition, values))]
     if blocks:
         columns += [exp.alias_(_parsed(f"ROW_NUMBER() OVER ({_over(frame, order=True)}) - 1"), "__dlpos"),
                     exp.alias_(_parsed(f"COUNT(*) OVER ({_over(frame)})"), "__dln")]
     sets.set("expressions", columns)
-    context.lineage.held_apart.append(_named_ids(sets, blocks))
+    context.lineage.held_apart.append(_named_ids(sets, blocks, values))
     if not blocks:
         return (*names, Term(exp.Array(expressions=[key.copy()]), Kind.REFS, tables_of(ids)))
     return (*names, Term(frame_blocks(key, frame), Kind.REFS, tables_of(ids)))
@@ -198,20 +201,25 @@ def bound(spec: exp.WindowSpec, which: str) -> str:
     return f"{text} {str(side).upper()}" if side else text
 
 
-def _named_ids(sets: exp.Select, blocks: bool) -> exp.Expression:
+def _named_ids(sets: exp.Select, blocks: bool, values: list[str]) -> exp.Expression:
     """``(__dlname, __dlids)``: each set's name and its ids (distinct, sorted), one row per set,
-    from ``sets`` (a copy of the window's SELECT with each row's partition name, ids and, for
-    blocks, its number in window order and its partition's size): a row's ids are in its
-    partition's set, or at every level in the block that holds the row.  Grouped by set, the
-    ids of a row travel as its array: a set per id and level, as text, cost 10x (the mart's
-    3 million ids, docs/performance.md).  A set of rows without ids is empty: its name exists."""
+    from ``sets`` (a copy of the window's SELECT with each row's partition name, ids, the
+    partition's ``values`` and, for blocks, its number in window order and its partition's
+    size): a row's ids are in its partition's set, or at every level in the block that holds
+    the row.  Grouped by set, the ids of a row travel as its array: a set per id and level, as
+    text, cost 10x (the mart's 3 million ids, docs/performance.md).  Grouped by the
+    partition's values too, not its name alone: two partitions whose names collide stay two
+    rows of one name, which stops the save (``named_sets``), instead of one set of both's ids.
+    A set of rows without ids is empty: its name exists."""
     union = "SORT_ARRAY(ARRAY_DISTINCT(FLATTEN(COLLECT_LIST(__dlids)))) AS __dlids"
     if not blocks:
-        return exp.select("__dlname", union, dialect=SPARK).from_(sets.subquery("__dlrows")).group_by("__dlname")
-    levels = exp.select("__dlname", "__dlids", "__dlpos", "EXPLODE(SEQUENCE(0, LENGTH(BIN(__dln)) - 1)) AS __dll",
+        grouped = exp.select("__dlname", union, dialect=SPARK).from_(sets.subquery("__dlrows"))
+        return grouped.group_by("__dlname", *values)
+    levels = exp.select("__dlname", "__dlids", "__dlpos", *values,
+                        "EXPLODE(SEQUENCE(0, LENGTH(BIN(__dln)) - 1)) AS __dll",
                         dialect=SPARK).from_(sets.subquery("__dlrows"))
     blocks_of_rows = exp.select("__dlname", "__dll", "SHIFTRIGHT(__dlpos, __dll) AS __dlj", union, dialect=SPARK) \
-        .from_(levels.subquery("__dllevels")).group_by("__dlname", "__dll", "__dlj")
+        .from_(levels.subquery("__dllevels")).group_by("__dlname", *values, "__dll", "__dlj")
     return exp.select(f"{block_name('__dlname', '__dll', '__dlj')} AS __dlname", "__dlids", dialect=SPARK).from_(
         blocks_of_rows.subquery("__dlblocks"))
 
