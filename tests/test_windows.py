@@ -263,7 +263,7 @@ def test_a_dl_past_the_memory_bound_is_refused_in_one_line(windows, capsys, monk
     names = sorted(set(pq.read_table(windows.store.path(saved.data)).column("DL_shared")[row].as_py()))
     named_ids = sum(map(len, result_pages.shared_sets(windows.store, saved, names).values()))
     assert 0 < named_ids <= result_pages.shared_ids_to_read(windows.store, saved, names)
-    monkeypatch.setenv(BOUND_VARIABLE, "1k")
+    monkeypatch.setenv(BOUND_VARIABLE, "100")  # bytes: about 4 ids
     with pytest.raises(OverMemoryBound, match=f"row {row} of bounded_mart holds about"):
         windows.store.row_ids(saved, row)
     code, out, err = cli(capsys, "explain", "--result", "bounded_mart", "--row", str(row),
@@ -381,3 +381,28 @@ def test_partitions_whose_names_collide_stop_the_save(windows, monkeypatch):
     with pytest.raises(DltraceError, match="same 64-bit name"):
         windows.save(windows.sql(query), "colliding_partitions")
     assert not windows.store.exists("colliding_partitions")
+
+
+LONG_FRAMES = {
+    "running": "sum(x) over (partition by k order by t)",
+    "range offsets": "count(*) over (partition by k order by t range between 7 preceding and 4 following)",
+    "rank": "rank() over (partition by k order by t desc)",
+    "to the end": "max(x) over (partition by k order by t range between current row and unbounded following)",
+}
+
+
+@pytest.mark.parametrize("name", LONG_FRAMES)
+def test_frames_over_partitions_of_many_levels_read_back_the_frame(windows, tmp_path, name):
+    """Partitions of 1,000 and 200 rows with ties (blocks of several levels, frames cut inside
+    a block at both ends): each saved row's whole DL is the frame's ids, as the query spells
+    it out."""
+    if "long_trips" not in windows.catalog.tables:
+        rows = pa.table({"id": list(range(1, 1201)), "k": ["a" if i <= 1000 else "b" for i in range(1, 1201)],
+                         "t": [i % 97 for i in range(1, 1201)], "x": [i % 13 for i in range(1, 1201)]})
+        pq.write_table(rows, tmp_path / "long_trips.parquet")
+        windows.register("long_trips", tmp_path / "long_trips.parquet", key=["id"])
+    query = f"select id, {LONG_FRAMES[name]} as w from long_trips"
+    result = f"long_{name.replace(' ', '_')}"
+    saved = windows.save(windows.sql(query, semantics="data"), result)
+    assert saved.named_sets > 0
+    assert {r.id: set(r.DL) for r in windows.result(result).collect()} == traced(windows, query, "data")

@@ -21,6 +21,12 @@ from dltrace.rewriter.representation import SET
 from dltrace.rewriter.terms import Kind, Lineage, Term, tables_of
 
 OFFSETS = (exp.Lag, exp.Lead)
+# a frame's blocks are of BRANCHING^l rows: each id is stored once per level (log_b(n) + 1
+# times), and a row names at most 2·(b - 1) blocks per level.  4 against 2: half the levels
+# and ids stored, the saves 10-20% faster; 8 and 16 store less still, no faster
+# (docs/performance.md, "window blocks of 4")
+BLOCK_BITS = 2
+BRANCHING = 1 << BLOCK_BITS
 
 
 def can_hold_apart(select: exp.Select, context: RewriteContext) -> bool:
@@ -163,9 +169,10 @@ def _partition_name(frame: exp.Window, number: int) -> exp.Expression:
 def frame_blocks(key: exp.Expression, frame: exp.Window) -> exp.Expression:
     """The names of the aligned blocks that make up the row's frame: with the partition's rows
     numbered 0..n-1 in window order, the frame is rows [lo, hi), and a block (l, j) is rows
-    [j·2^l, (j+1)·2^l), named by ``block_name``.  The canonical cover takes, per level, a block
-    inside [lo, hi) whose parent is not (at most the first and the last: a segment tree's
-    decomposition), so at most 2·log2(n) names.  lo and hi are counts over RANGE frames: peers stay together."""
+    [j·b^l, (j+1)·b^l) (b = ``BRANCHING``), named by ``block_name``.  The canonical cover
+    takes the blocks inside [lo, hi) whose parent is not: per level at most b - 1 at each end
+    (a b-ary segment tree's decomposition), so at most 2·(b - 1)·log_b(n) names.  lo and hi
+    are counts over RANGE frames: peers stay together."""
     spec = frame.args["spec"]
     start, end = bound(spec, "start"), bound(spec, "end")
     n = f"COUNT(*) OVER ({_over(frame)})"
@@ -173,15 +180,24 @@ def frame_blocks(key: exp.Expression, frame: exp.Window) -> exp.Expression:
           f"({n} - COUNT(*) OVER ({_over(frame, True, f'RANGE BETWEEN {start} AND UNBOUNDED FOLLOWING')}))")
     hi = (n if end == "UNBOUNDED FOLLOWING" else
           f"COUNT(*) OVER ({_over(frame, True, f'RANGE BETWEEN UNBOUNDED PRECEDING AND {end}')})")
-    one = "SHIFTLEFT(CAST(1 AS BIGINT), __dll)"
-    inside = (f"SHIFTLEFT(__dlb.j, __dlb.l) >= {lo} AND SHIFTLEFT(__dlb.j + 1, __dlb.l) <= {hi} AND NOT "
-              f"(SHIFTLEFT(SHIFTRIGHT(__dlb.j, 1), __dlb.l + 1) >= {lo} AND "
-              f"SHIFTLEFT(SHIFTRIGHT(__dlb.j, 1) + 1, __dlb.l + 1) <= {hi})")
-    candidates = (f"FLATTEN(TRANSFORM(SEQUENCE(0, LENGTH(BIN({n})) - 1), __dll -> ARRAY("
-                  f"NAMED_STRUCT('l', __dll, 'j', SHIFTRIGHT({lo} + {one} - 1, __dll)), "
-                  f"NAMED_STRUCT('l', __dll, 'j', SHIFTRIGHT({hi}, __dll) - 1))))")
+    bits, parent_bits = f"__dlb.l * {BLOCK_BITS}", f"(__dlb.l + 1) * {BLOCK_BITS}"
+    parent = f"SHIFTRIGHT(__dlb.j, {BLOCK_BITS})"
+    inside = (f"SHIFTLEFT(__dlb.j, {bits}) >= {lo} AND SHIFTLEFT(__dlb.j + 1, {bits}) <= {hi} AND NOT "
+              f"(SHIFTLEFT({parent}, {parent_bits}) >= {lo} AND SHIFTLEFT({parent} + 1, {parent_bits}) <= {hi})")
+    level_bits = f"__dll * {BLOCK_BITS}"
+    first = f"SHIFTRIGHT({lo} + SHIFTLEFT(CAST(1 AS BIGINT), {level_bits}) - 1, {level_bits})"
+    last = f"SHIFTRIGHT({hi}, {level_bits}) - 1"
+    candidates = (f"FLATTEN(TRANSFORM({block_levels(n)}, __dll -> FLATTEN(TRANSFORM(SEQUENCE(0, {BRANCHING - 2}), "
+                  f"__dlk -> ARRAY(NAMED_STRUCT('l', __dll, 'j', {first} + __dlk), "
+                  f"NAMED_STRUCT('l', __dll, 'j', {last} - __dlk))))))")
     return _parsed(f"TRANSFORM(ARRAY_DISTINCT(FILTER({candidates}, __dlb -> {inside})), "
                    f"__dlb -> {block_name(key.sql(dialect=SPARK), '__dlb.l', '__dlb.j')})")
+
+
+def block_levels(n: str) -> str:
+    """The levels of the blocks of a partition of ``n`` rows: 0 (a row each) up to the level
+    whose blocks' parent holds more than ``n`` rows."""
+    return f"SEQUENCE(0, CAST(FLOOR((LENGTH(BIN({n})) + {BLOCK_BITS - 1}) / {BLOCK_BITS}) AS INT) - 1)"
 
 
 def block_name(partition: str, level: str, block: str) -> str:
@@ -216,9 +232,10 @@ def _named_ids(sets: exp.Select, blocks: bool, values: list[str]) -> exp.Express
         grouped = exp.select("__dlname", union, dialect=SPARK).from_(sets.subquery("__dlrows"))
         return grouped.group_by("__dlname", *values)
     levels = exp.select("__dlname", "__dlids", "__dlpos", *values,
-                        "EXPLODE(SEQUENCE(0, LENGTH(BIN(__dln)) - 1)) AS __dll",
+                        f"EXPLODE({block_levels('__dln')}) AS __dll",
                         dialect=SPARK).from_(sets.subquery("__dlrows"))
-    blocks_of_rows = exp.select("__dlname", "__dll", "SHIFTRIGHT(__dlpos, __dll) AS __dlj", union, dialect=SPARK) \
+    block = f"SHIFTRIGHT(__dlpos, __dll * {BLOCK_BITS}) AS __dlj"
+    blocks_of_rows = exp.select("__dlname", "__dll", block, union, dialect=SPARK) \
         .from_(levels.subquery("__dllevels")).group_by("__dlname", *values, "__dll", "__dlj")
     return exp.select(f"{block_name('__dlname', '__dll', '__dlj')} AS __dlname", "__dlids", dialect=SPARK).from_(
         blocks_of_rows.subquery("__dlblocks"))
