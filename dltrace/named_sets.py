@@ -1,7 +1,7 @@
 """Sets held apart when a result is saved: a window's partitions and the blocks of a
 partition's rows its frames are made of (``rewriter/window_sets.py``), stored once each in
-``shared.parquet`` after the sets every row shares, numbered in the order of their names (hashes), and named by
-number in the rows' ``DL_shared`` (docs/formats.md).
+``shared.parquet`` after the sets every row shares, numbered in the order of their names
+(64-bit hashes), and named by number in the rows' ``DL_shared`` (docs/formats.md).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def _numbers(named_sets, first: int) -> tuple:
     sorted, the name at index i that of set ``first`` + i.  The names are read once, as one
     array, and joined back as a table of their own: no window over all names in one task.
     Two sets of one name would merge: the save stops instead (a chance of about one in
-    3·10^7 for a million sets)."""
+    4·10^7 for a million sets)."""
     import numpy as np
     import pyarrow as pa
     from pyspark.sql import functions as F
@@ -52,7 +52,7 @@ def _numbers(named_sets, first: int) -> tuple:
     names = np.sort(named_sets.select("__dlname").toArrow().column("__dlname").to_numpy())
     if names.size > 1 and bool((names[1:] == names[:-1]).any()):
         raise DltraceError("lineage not saved: two of the windows' sets held apart have the same 64-bit name "
-                           "(a hash collision, about one in 10^7 saves of a million sets): save the result with "
+                           "(a hash collision, about one in 4·10^7 saves of a million sets): save the result with "
                            "its lineage spelled out, as sql() gives it, and report this")
     table = pa.table({"__dlname": names, SHARED_SET: np.arange(first, first + names.size, dtype=np.int32)})
     numbered = named_sets.sparkSession.createDataFrame(table)
@@ -72,36 +72,36 @@ def _naming(frame, names, shared_sets: int):
     schema = StructType([*kept, StructField(SHARED_REFS, ArrayType(IntegerType()))])
     columns = [field.name for field in kept]
 
-    def numbered(batches):
+    def with_set_numbers(batches):
+        """Each batch with its rows' names replaced by their sets' numbers."""
         import pyarrow as pa
 
         for batch in batches:
-            refs = _set_numbers(batch.column(DL_NAMES), names, shared_sets)
-            yield pa.RecordBatch.from_arrays([*(batch.column(c) for c in columns), refs], [*columns, SHARED_REFS])
+            numbers = _set_numbers(batch.column(DL_NAMES), names, shared_sets)
+            yield pa.RecordBatch.from_arrays([*(batch.column(c) for c in columns), numbers], [*columns, SHARED_REFS])
 
-    return frame.mapInArrow(numbered, schema)
+    return frame.mapInArrow(with_set_numbers, schema)
 
 
-def _set_numbers(refs, names, shared_sets: int):
+def _set_numbers(names_per_row, names, shared_sets: int):
     """Each row's list of names (NULL: none) as the list of its sets' numbers: first the
-    ``shared_sets`` every row names, then the number of each name (``first`` + its index in
-    ``names``)."""
+    ``shared_sets`` every row names, then each name's number (``shared_sets`` + its index in
+    the sorted ``names``)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    lengths = pc.fill_null(pc.list_value_length(refs), 0).to_numpy(zero_copy_only=False).astype(np.int64)
-    values = pc.list_flatten(refs).to_numpy(zero_copy_only=False)
-    found = np.searchsorted(names, values)
-    if values.size and (found.max() >= names.size or bool((names[found] != values).any())):
+    lengths = pc.fill_null(pc.list_value_length(names_per_row), 0).to_numpy(zero_copy_only=False).astype(np.int64)
+    named = pc.list_flatten(names_per_row).to_numpy(zero_copy_only=False)
+    found = np.searchsorted(names, named)
+    if named.size and (found.max() >= names.size or bool((names[found] != named).any())):
         raise AssertionError("a row names a set held apart that the save did not compute")
-    numbers = (found + shared_sets).astype(np.int32)
     counts = lengths + shared_sets
     offsets = np.concatenate([[0], np.cumsum(counts)])
-    if shared_sets:
-        within = np.arange(offsets[-1]) - np.repeat(offsets[:-1], counts)
-        every_row = within < shared_sets
-        numbers, spread = np.empty(offsets[-1], dtype=np.int32), numbers
-        numbers[every_row] = within[every_row]
-        numbers[~every_row] = spread
+    numbers = np.empty(offsets[-1], dtype=np.int32)
+    every_row = np.zeros(offsets[-1], dtype=bool)  # the places of the shared sets, at each row's start
+    for shared in range(shared_sets):
+        every_row[offsets[:-1] + shared] = True
+    numbers[every_row] = np.tile(np.arange(shared_sets, dtype=np.int32), lengths.size)
+    numbers[~every_row] = found + shared_sets
     return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(numbers, pa.int32()))

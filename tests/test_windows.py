@@ -326,22 +326,27 @@ def test_a_spark_sql_script_refuses_a_result_whose_rows_name_window_sets(windows
         windows.script("select count(*) as n from script_window")
 
 
-def test_partitions_that_print_alike_as_text_keep_sets_of_their_own(windows):
-    """Partition names are hashes of the values: arrays ['a, b'] and ['a', 'b'] print alike as
-    text, and a shared name would give each partition's rows the other's lineage."""
-    query = ("select id, count(*) over (partition by p order by t) as n from (select id, t, "
+PARTITION_KEYS = {
+    "arrays alike as text": "p",
+    "columns": "a, b",
+    "array": "array(a, b)",
+    "struct": "named_struct('a', a, 'b', b)",
+    "predicate": "a is null",
+}
+
+
+@pytest.mark.parametrize("key", PARTITION_KEYS)
+def test_partitions_alike_in_print_or_hash_keep_sets_of_their_own(windows, key):
+    """Arrays ['a, b'] and ['a', 'b'] print alike as text; a hash of the values skips NULLs, in
+    arrays and structs too, so (NULL, 1) and (1, NULL) hash alike.  A shared name would give
+    each partition's rows the other's lineage, or stop the save: names hash the values' JSON,
+    which tells them apart.  A predicate key is one value like any other."""
+    query = (f"select id, count(*) over (partition by {PARTITION_KEYS[key]} order by t) as n from (select id, t, "
+             "case when id % 2 = 0 then 1 end as a, case when id % 2 = 1 then 1 end as b, "
              "case when id % 2 = 0 then array('a, b') else array('a', 'b') end as p from trips)")
-    windows.save(windows.sql(query), "alike_partitions")
-    assert whole_bag(windows.result("alike_partitions").collect()) == whole_bag(windows.sql(query).collect())
-
-
-def test_partitions_null_in_different_columns_keep_sets_of_their_own(windows):
-    """A hash skips NULLs: (NULL, 1) and (1, NULL) would hash alike without the IS NULL flags
-    their names hash beside the values."""
-    query = ("select id, count(*) over (partition by a, b order by t) as n from (select id, t, "
-             "case when id % 2 = 0 then 1 end as a, case when id % 2 = 1 then 1 end as b from trips)")
-    windows.save(windows.sql(query), "null_partitions")
-    assert whole_bag(windows.result("null_partitions").collect()) == whole_bag(windows.sql(query).collect())
+    result = f"keyed_{key.replace(' ', '_')}"
+    windows.save(windows.sql(query), result)
+    assert whole_bag(windows.result(result).collect()) == whole_bag(windows.sql(query).collect())
 
 
 def test_sets_of_one_name_stop_the_save(windows):

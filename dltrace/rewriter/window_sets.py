@@ -156,14 +156,18 @@ def _over(frame: exp.Window, order: bool = False, spec: str = "") -> str:
 
 def _partition_name(frame: exp.Window, number: int) -> exp.Expression:
     """The name of the row's partition of window ``number``: a 64-bit hash of the window's
-    number and the partition's values (each with whether it is NULL, so that (NULL, 1) and
-    (1, NULL) differ), the least over the partition (Spark's partitions merge -0.0 and 0.0,
-    which hash apart).  A number, not text: names travel through every frame that gathers
-    them, and a save checks that its sets' names are distinct (``named_sets``)."""
+    number and the partition's values as JSON (strings quoted, binary in base64, timestamps
+    to the microsecond with their offset, NULLs inside arrays and structs shown, where a hash
+    of the values would skip them), the least JSON over the partition (Spark's partitions
+    merge -0.0 and 0.0, which print apart).  A number, not text, travels through every frame
+    that gathers names, and a save checks that its sets' names are distinct (``named_sets``)."""
     partition = frame.args.get("partition_by") or []
-    values = "".join(f", {p.sql(dialect=SPARK)} IS NULL, {p.sql(dialect=SPARK)}" for p in partition)
-    name = f"XXHASH64('w{number}'{values})"
-    return _parsed(f"MIN({name}) OVER ({_over(frame)})" if partition else name)
+    if not partition:
+        return _parsed(f"XXHASH64('w{number}')")
+    values = ", ".join(f"'p{i}', {p.sql(dialect=SPARK)}" for i, p in enumerate(partition))
+    options = ("MAP('timestampFormat', 'yyyy-MM-dd HH:mm:ss.SSSSSSXXX', "
+               "'timestampNTZFormat', 'yyyy-MM-dd HH:mm:ss.SSSSSS')")
+    return _parsed(f"XXHASH64('w{number}', MIN(TO_JSON(NAMED_STRUCT({values}), {options})) OVER ({_over(frame)}))")
 
 
 def frame_blocks(key: exp.Expression, frame: exp.Window) -> exp.Expression:
