@@ -100,8 +100,7 @@ def _set_numbers(names_per_row, names, shared_sets: int):
     offsets = np.concatenate([[0], np.cumsum(counts)])
     numbers = np.empty(offsets[-1], dtype=np.int32)
     every_row = np.zeros(offsets[-1], dtype=bool)  # the places of the shared sets, at each row's start
-    for shared in range(shared_sets):
-        every_row[offsets[:-1] + shared] = True
+    every_row[(offsets[:-1, None] + np.arange(shared_sets)).ravel()] = True
     numbers[every_row] = np.tile(np.arange(shared_sets, dtype=np.int32), lengths.size)
     numbers[~every_row] = found + shared_sets
     return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(numbers, pa.int32()))

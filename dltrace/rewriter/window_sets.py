@@ -24,7 +24,7 @@ OFFSETS = (exp.Lag, exp.Lead)
 # a frame's blocks are of BRANCHING^l rows: each id is stored once per level (log_b(n) + 1
 # times), and a row names at most 2·(b - 1) blocks per level.  4 against 2: half the levels
 # and ids stored, the saves 10-20% faster; 8 and 16 store less still, no faster
-# (docs/performance.md, "window blocks of 4")
+# (docs/performance.md, "window sets named by numbers, blocks of 4 rows")
 BLOCK_BITS = 2
 BRANCHING = 1 << BLOCK_BITS
 
