@@ -24,6 +24,7 @@ from sqlglot.errors import ParseError, TokenError
 from dltrace.errors import BadInput, UnsupportedLineage
 from dltrace.rewriter.dialect import SPARK
 
+TRY_EVAL_MODE = 3  # Connect's Cast.EvalMode EVAL_MODE_TRY: Column.try_cast
 # Column operators pyspark sends as function names, and the sqlglot node each one is
 BINARY = {
     "==": exp.EQ, "!=": exp.NEQ, "<": exp.LT, "<=": exp.LTE, ">": exp.GT, ">=": exp.GTE, "<=>": exp.NullSafeEQ,
@@ -200,8 +201,10 @@ class ExpressionTranslator:
 
     def _cast(self, message) -> exp.Expression:
         target = data_type(message.type) if message.HasField("type") else message.type_str
-        kind = {0: exp.Cast, 1: exp.Cast, 2: exp.Cast, 3: exp.TryCast}.get(message.eval_mode, exp.Cast)
-        return kind(this=self(message.expr), to=exp.DataType.build(target, dialect="spark"))
+        to = exp.DataType.build(target, dialect="spark")
+        if message.eval_mode == TRY_EVAL_MODE:  # NULL for a malformed value; sqlglot prints TRY_CAST when safe
+            return exp.TryCast(this=self(message.expr), to=to, safe=True)
+        return exp.Cast(this=self(message.expr), to=to)
 
     def _expression_string(self, message) -> exp.Expression:
         parsed = parse_expression(message.expression)

@@ -25,13 +25,13 @@ import itertools
 import re
 import shutil
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 from dltrace.errors import BadInput, UnsupportedLineage
 from dltrace.json_store import JsonStore
 from dltrace.registration import Reader, source_fingerprint
 from dltrace.storage import Location, location
-from dltrace.table_data import backquoted, spark_uri_key
+from dltrace.table_data import spark_uri_key
 from dltrace.views import owners_of
 
 DIRECTORY = "written"
@@ -52,6 +52,43 @@ class Written:
     written_at: float = 0.0
     location: str | None = None  # saveAsTable: the managed table's directory Spark wrote
     files: str | None = None  # a path write: the fingerprint of the files written (changed: not ours now)
+    # the runs whose rows the files hold, oldest first (empty: the one run ``name``): appends
+    # and dynamic partition overwrites add to what earlier runs wrote (``Run``)
+    runs: list[dict] = field(default_factory=list)
+
+    def run_list(self) -> list[Run]:
+        """Each run's saved result and what it replaced, oldest first."""
+        return [Run(**run) for run in self.runs] or [Run(self.name, self.written_at)]
+
+    def next_run(self) -> int:
+        return max(run.number for run in self.run_list()) + 1
+
+
+@dataclass
+class Run:
+    """One run's write to a path: the saved result of its rows, when, the partitions it wrote
+    (each as ``to_json(struct(partition columns))``; None unpartitioned), and whether it
+    replaced them (a dynamic partition overwrite: earlier runs' rows there are gone)."""
+
+    result: str
+    written_at: float
+    number: int = 1  # the run's number among the writes to the path (its result is ``name_run<number>``)
+    partitions: list[str] | None = None
+    replaces: bool = False
+
+
+def kept_runs(runs: list[Run]) -> tuple[list[Run], list[Run]]:
+    """``runs`` split into those whose rows the files still hold (some of them) and those every
+    partition of which a later run replaced."""
+    kept, gone, replaced = [], [], set()
+    for run in reversed(runs):
+        if run.partitions is not None and set(run.partitions) <= replaced:
+            gone.append(run)
+        else:
+            kept.append(run)
+        if run.replaces:
+            replaced |= set(run.partitions or [])
+    return kept[::-1], gone[::-1]
 
 
 class WrittenStore(JsonStore[Written]):
@@ -130,46 +167,71 @@ def files_now(where: Location, fmt: str) -> str:
     return source_fingerprint(where, fmt, {})
 
 
-def written_result(lineage, spark, fmt: str, where: Location, as_read: Reader):
-    """The saved result a step wrote at ``where``, as the job's read of it gives it (its
-    columns in the files' order), or None when the files are not the result's rows as written
-    (another format, a schema of the reader's, files changed since, other columns or types)."""
-    record = WrittenStore(lineage.catalog).at(str(where))
-    if record is None or fmt not in SELF_DESCRIBING or record.format != fmt or as_read.schema \
-            or not lineage.store.exists(record.name) or not written_here(record, where):
-        return None
-    result = lineage.store.get(record.name)
-    read = spark.read.format(fmt).options(**as_read.options).load(str(where))
-    files = [(f.name, f.dataType.simpleString()) for f in read.schema.fields]
-    kept = {name.lower(): result.schema.get(name) for name in result.query_columns}
-    if sorted((name.lower(), kind) for name, kind in files) != sorted(kept.items()):
-        return None
-    return spark.table(record.name).select(*[backquoted(name) for name, _ in files])
+def one_read(lineage, spark, fmt: str, paths: list[str], as_read: Reader, names: list[str]):
+    """A read of several paths as the union of their registered tables (``names``, one per
+    path), where Spark reads them with the columns each has; refused where it does not (a
+    JSON field or a partition column only some paths have)."""
+    together = spark.read.format(fmt).options(**as_read.options)
+    together = (together.schema(as_read.schema) if as_read.schema else together).load(paths).schema
+    columns = [(f.name, f.dataType.simpleString()) for f in together.fields]
+    for path, name in zip(paths, names):
+        if list(lineage.catalog.tables[name].schema.items()) != columns:
+            raise UnsupportedLineage(f"spark.read of {len(paths)} paths: Spark reads them as "
+                                     f"{together.simpleString()}, which {path} alone is not: read each path and "
+                                     f"union them (unionByName)")
+    union = spark.table(names[0])
+    for name in names[1:]:
+        union = union.union(spark.table(name))
+    return union
 
 
 def output_name(lineage, wanted: str, path: str) -> str:
     """The saved result's name for a write to ``path``: the name it had when written there
     before, else ``wanted`` made free."""
     record = WrittenStore(lineage.catalog).at(path)
-    if record is not None and lineage.store.exists(record.name):
+    if record is not None and (lineage.store.exists(record.name) or record.runs):
         return record.name
     return free_name(lineage, wanted, lambda name: False)
 
 
 def write_action(mode: str | None, exists: bool, what: str) -> bool:
     """Whether a write in ``mode`` goes ahead (False: ``ignore`` over what exists); refused
-    before any work when it cannot: an append (a saved result is one whole), or ``error``
-    over what exists (as Spark refuses it)."""
+    before any work when it cannot: ``error`` over what exists (as Spark refuses it)."""
     mode = (mode or "errorifexists").lower()
-    if mode == "append":
-        raise UnsupportedLineage(f"{what} in mode 'append': a result with lineage is saved whole; "
-                                 f"write it with mode 'overwrite'")
     if mode in ("error", "errorifexists", "default") and exists:
         raise BadInput(f"{what}: it already exists (mode 'errorifexists', as Spark refuses it): "
-                       f"use .mode('overwrite')")
-    if mode not in ("error", "errorifexists", "default", "ignore", "overwrite"):
+                       f"use .mode('overwrite') or .mode('append')")
+    if mode not in ("error", "errorifexists", "default", "ignore", "overwrite", "append"):
         raise BadInput(f"{what}: unknown save mode '{mode}'")
     return not (mode == "ignore" and exists)
+
+
+def dynamic_overwrite(spark, options: dict[str, str], mode: str | None, partition_by: list[str]) -> bool:
+    """Whether a write replaces only the partitions it writes (mode overwrite, partitioned, and
+    ``partitionOverwriteMode`` dynamic in its options or the session), as Spark decides it."""
+    lowered = {key.lower(): value for key, value in options.items()}
+    setting = lowered.get("partitionoverwritemode") or spark.conf.get("spark.sql.sources.partitionOverwriteMode",
+                                                                       "static")
+    return (mode or "").lower() == "overwrite" and bool(partition_by) and setting.lower() == "dynamic"
+
+
+def run_name(lineage, name: str, number: int) -> str:
+    """The saved result of run ``number`` of the writes to a path: ``name_run<number>``, free."""
+    return free_name(lineage, f"{name}_run{number}", lambda taken: False)
+
+
+def partitions_of(rows, partition_by: list[str]) -> list[str]:
+    """The partitions ``rows`` fill, each as ``to_json(struct(partition columns))``."""
+    from pyspark.sql import functions as F
+
+    return sorted(row[0] for row in rows.select(F.to_json(F.struct(*partition_by))).distinct().collect())
+
+
+def drop_runs(lineage, runs: list[Run]) -> None:
+    """The saved results of ``runs``, whose rows the files no longer hold."""
+    for run in runs:
+        if lineage.store.exists(run.result):
+            lineage.store.drop(run.result)
 
 
 def saved_rows(lineage, spark, name: str):
@@ -178,15 +240,26 @@ def saved_rows(lineage, spark, name: str):
 
 
 def record_write(lineage, name: str, path: str, fmt: str, mode: str | None, partition_by: list[str],
-                 options: dict[str, str], table_location: str | None = None, files: str | None = None) -> None:
+                 options: dict[str, str], table_location: str | None = None, files: str | None = None,
+                 runs: list[Run] | None = None) -> None:
+    """Keep where ``name`` was written; ``runs``: the runs the files now hold, when earlier
+    runs' rows stay beside this one's."""
     WrittenStore(lineage.catalog).write(Written(name, path, fmt, (mode or "errorifexists").lower(),
                                                 list(partition_by), dict(options), time.time(), table_location,
-                                                files))
+                                                files, [asdict(run) for run in runs or []]))
 
 
-def written_here(record: Written | None, where: Location) -> bool:
-    """Whether the files at ``where`` are still the rows of ``record``'s result dltrace wrote there."""
-    return record is not None and record.path == str(where) and record.files == files_now(where, record.format)
+def written_dir(record: Written) -> str | None:
+    """The directory whose files a write left: its path, or the table's directory Spark wrote."""
+    if record.location:
+        return spark_uri_key(record.location)
+    return record.path if "/" in record.path else None  # a path is absolute; a table's name has no "/"
+
+
+def written_here(record: Written | None) -> bool:
+    """Whether the files where ``record`` wrote are still the rows of its result dltrace wrote there."""
+    directory = written_dir(record) if record is not None else None
+    return directory is not None and record.files == files_now(location(directory, "output"), record.format)
 
 
 def check_result_of(lineage, result: str, table: str) -> None:
@@ -197,15 +270,12 @@ def check_result_of(lineage, result: str, table: str) -> None:
                        f"name the table otherwise")
 
 
-def check_whole_write(spark, options: dict[str, str], path: str) -> None:
-    """Refuse an overwrite of part of a path (dynamic partition overwrite, Delta's
-    ``replaceWhere``): the saved result would not be what the path then holds."""
-    lowered = {key.lower(): value for key, value in options.items()}
-    dynamic = (lowered.get("partitionoverwritemode") or spark.conf.get(
-        "spark.sql.sources.partitionOverwriteMode", "static")).lower() == "dynamic"
-    if dynamic or "replacewhere" in lowered:
-        raise UnsupportedLineage(f"writing {path}: an overwrite of some partitions (dynamic partitionOverwriteMode, "
-                                 f"replaceWhere) leaves rows of another run beside this one's; overwrite it whole")
+def check_replace_where(options: dict[str, str], path: str) -> None:
+    """Refuse Delta's ``replaceWhere``: rows of earlier runs that its condition keeps would need
+    the condition evaluated over them."""
+    if "replacewhere" in {key.lower() for key in options}:
+        raise UnsupportedLineage(f"writing {path} with replaceWhere: dltrace keeps earlier runs' rows by the "
+                                 f"partitions a run writes (dynamic partitionOverwriteMode), not by a condition")
 
 
 def check_not_a_source(lineage, where: Location, path: str) -> None:

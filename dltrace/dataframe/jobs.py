@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from dltrace.dataframe import job_files
 from dltrace.dataframe.expressions import decimal_digits
+from dltrace.dataframe.read_back import read_back
 from dltrace.errors import BadInput, DltraceError, UnsupportedLineage
 from dltrace.registration import Reader
 from dltrace.spark import session_conf
@@ -70,26 +71,31 @@ class JobRun:
         return script_line(self.script)
 
     def read(self, reader, paths) -> object:
-        """``spark.read...load(paths)``: the files as a registered table (or the saved result a
-        step wrote there), read with ``spark.table``."""
+        """``spark.read...load(paths)``: the saved results steps wrote there (``read_back``),
+        else the files as registered tables (one per path), read with ``spark.table``."""
         paths = [paths] if isinstance(paths, str) else list(paths or [])
         if not paths and "path" in reader._options:
             paths = [reader._options.pop("path")]
-        if len(paths) != 1:
-            what = f"{len(paths)} paths at once: read each (each is a source of its own) and union them" if paths \
-                else f"{reader._format or 'a source'} without a path: dltrace registers files"
-            raise UnsupportedLineage(f"spark.read of {what}")
-        where = job_files.job_location(paths[0], "source")
-        fmt = job_files.file_format(reader._format, where)
+        if not paths:
+            raise UnsupportedLineage(f"spark.read of {reader._format or 'a source'} without a path: dltrace "
+                                     f"registers files")
+        wheres = [job_files.job_location(path, "source") for path in paths]
+        fmt = job_files.file_format(reader._format, wheres[0])
         as_read = Reader(dict(reader._options), reader._schema or "")
-        spark = reader._client
-        composed = job_files.written_result(self.lineage, spark, fmt, where, as_read)
-        if composed is not None:
-            self.say(f"line {self.line()}: read {paths[0]}: the saved result a step wrote there")
-            return composed
-        name, what = job_files.source_table(self.lineage, fmt, where, as_read)
-        self.say(f"line {self.line()}: read {paths[0]}: {what}")
-        return spark.table(name)
+        spark, shown = reader._client, ", ".join(paths)
+        back = read_back(self.lineage, spark, fmt, [str(where) for where in wheres], as_read)
+        if back is not None:
+            self.say(f"line {self.line()}: read {shown}: {back.note}")
+            if back.frame is not None:
+                return back.frame
+        tables = []
+        for path, where in zip(paths, wheres):
+            name, what = job_files.source_table(self.lineage, fmt, where, as_read)
+            self.say(f"line {self.line()}: read {path}: {what}")
+            tables.append(name)
+        if len(tables) == 1:
+            return spark.table(tables[0])
+        return job_files.one_read(self.lineage, spark, fmt, paths, as_read, tables)
 
     def save_table(self, frame, name: str, mode: str | None, fmt: str | None, partition_by: list[str]) -> None:
         """``saveAsTable(name)``: a saved step (named after the table), then Spark's table of its rows."""
@@ -117,8 +123,10 @@ class JobRun:
         if partition_by:
             writer = writer.partitionBy(*partition_by)
         self.originals["saveAsTable"](writer, table)
+        directory = job_files.table_location(spark, table)
+        files = job_files.files_now(job_files.job_location(directory, "table"), fmt or "parquet") if directory else None
         job_files.record_write(self.lineage, step.name, name.lower(), fmt or "parquet", mode, partition_by, {},
-                               job_files.table_location(spark, table))
+                               directory, files)
         self.done(step)
 
     def save_path(self, writer, path: str | None) -> None:
@@ -133,25 +141,40 @@ class JobRun:
         if settings.bucket_cols or settings.sort_cols or settings.num_buckets > 0 or settings.clustering_cols:
             raise UnsupportedLineage(f"bucketBy/sortBy/clusterBy on a write to {path}: Spark takes them only with "
                                      f"tables")
-        job_files.check_whole_write(writer._spark, settings.options, path)
+        job_files.check_replace_where(settings.options, path)
         job_files.check_not_a_source(self.lineage, where, path)
         name = job_files.output_name(self.lineage, job_files.table_name(where), str(where))
         frame = connect_frame(writer._df, writer._spark)
         written = job_files.WrittenStore(self.lineage.catalog).at(str(where))
-        if (resumed := self.resumed(frame, name)) is not None and job_files.written_here(written, where):
+        mode, partition_by = (settings.mode or "errorifexists").lower(), list(settings.partitioning_cols or [])
+        dynamic = job_files.dynamic_overwrite(writer._spark, settings.options, mode, partition_by)
+        adds = mode == "append" or dynamic  # the rows of earlier runs stay beside this run's
+        if not adds and (resumed := self.resumed(frame, name)) is not None and job_files.written_here(written):
             self.done(resumed)
             return
-        if not job_files.write_action(settings.mode, where.exists(), f"writing {path}"):
+        if not job_files.write_action(mode, where.exists(), f"writing {path}"):
             self.say(f"line {self.line()}: {path} exists (mode 'ignore'): nothing written")
             return
-        step = self.saved(frame, name)
-        out = job_files.saved_rows(self.lineage, writer._spark, name).write.format(fmt).mode("overwrite") \
-            .options(**settings.options)
-        if settings.partitioning_cols:
-            out = out.partitionBy(*settings.partitioning_cols)
+        earlier = written.run_list() if adds and where.exists() and job_files.written_here(written) else []
+        if adds and where.exists() and not earlier:
+            self.say(f"line {self.line()}: {path} holds files dltrace did not write (or that changed since): "
+                     f"a later read of it is a source of its own, lineage stops there")
+        number = written.next_run() if earlier else 1
+        run = job_files.run_name(self.lineage, name, number) if earlier else name
+        step = self.saved(frame, run)
+        rows = job_files.saved_rows(self.lineage, writer._spark, run)
+        out = rows.write.format(fmt).mode("append" if mode == "append" else "overwrite").options(**settings.options)
+        if partition_by:
+            out = out.partitionBy(*partition_by)
         self.originals["save"](out, str(where))
-        job_files.record_write(self.lineage, name, str(where), fmt, settings.mode, settings.partitioning_cols,
-                               dict(settings.options), files=job_files.files_now(where, fmt))
+        this = job_files.Run(run, time.time(), number,
+                             job_files.partitions_of(rows, partition_by) if partition_by else None, dynamic)
+        runs, gone = job_files.kept_runs([*earlier, this]) if adds else ([], [])
+        job_files.record_write(self.lineage, name, str(where), fmt, settings.mode, partition_by,
+                               dict(settings.options), files=job_files.files_now(where, fmt), runs=runs)
+        if written is not None and not adds:
+            gone = [r for r in written.run_list() if r.result != name]
+        job_files.drop_runs(self.lineage, gone)
         step.path = path
         self.done(step)
 

@@ -1,0 +1,233 @@
+"""Jobs that read each other's folders (issue 64): what dltrace wrote composes in whatever form
+it is read back, and a read that cannot compose says so; never a silent new source
+(dltrace/dataframe/read_back.py).  Also the trial's try_cast (issue 65).
+
+The scripts run in this process on the test run's JVM through Spark Connect (``job`` of
+tests/test_jobs.py); each answer is checked against DuckDB over the same files.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import pytest
+
+from dltrace.dataframe.jobs import JobError
+from tests.test_jobs import engine, job  # noqa: F401 - the fixtures
+
+pytestmark = pytest.mark.spark
+
+DAILY = """
+    import sys
+    from pyspark.sql import SparkSession, functions as F
+    spark = SparkSession.builder.getOrCreate()
+    day = sys.argv[2]
+    orders = spark.read.parquet("{data}/orders").where(F.to_date("order_ts") == F.lit(day).cast("date"))
+    summary = orders.groupBy("status").agg(F.count("*").alias("n"), F.sum("qty").alias("qty"))
+    summary.write.mode("overwrite").parquet(sys.argv[1] + "/daily_summary/run=" + day)
+"""
+
+
+def order_days(data) -> list[str]:
+    return [str(row[0]) for row in duckdb.sql(
+        f"SELECT DISTINCT CAST(order_ts AS DATE) FROM read_parquet('{data}/orders/*.parquet') ORDER BY 1").fetchall()]
+
+
+def test_a_folder_of_written_runs_read_whole_composes(job):
+    """The trial's case: one job writes out/daily_summary/run=D1 and run=D2, a second job reads
+    out/daily_summary: its rows are plain Spark's, and impact from an order reaches it."""
+    data, out = job.data, job.data.parent / "out"
+    first, second = order_days(data)[:2]
+    for day in (first, second):
+        job(DAILY.format(data=data), str(out), day)
+    _, said = job(f"""
+        from pyspark.sql import SparkSession, functions as F
+        spark = SparkSession.builder.getOrCreate()
+        runs = spark.read.parquet("{out}/daily_summary")
+        print(sorted(runs.columns))
+        runs.groupBy("run").agg(F.sum("n").alias("orders")).write.mode("overwrite").saveAsTable("orders_per_run")
+    """)
+    assert any("daily_summary" in line and "the saved results" in line for line in said), said
+    assert not any("registered as table" in line for line in said), said
+    result = {(str(r["run"]), r["orders"]) for r in job.session.result("orders_per_run").collect()}
+    expected = duckdb.sql(f"SELECT CAST(run AS VARCHAR), SUM(n) FROM read_parquet('{out}/daily_summary/*/*.parquet', "
+                          f"hive_partitioning = true) GROUP BY 1").fetchall()
+    assert result == set(expected) and len(result) == 2
+    order = duckdb.sql(f"SELECT order_id FROM read_parquet('{data}/orders/*.parquet') "
+                       f"WHERE CAST(order_ts AS DATE) = DATE '{second}' LIMIT 1").fetchone()[0]
+    hit = job.session.impact(f"orders WHERE order_id = {order}", result="orders_per_run").collect()
+    assert [str(r["run"]) for r in hit] == [second]
+
+
+def test_every_form_of_reading_written_files_back_composes(job):
+    """A partition of a partitioned output, a glob over written directories, several written
+    paths in one read, a saveAsTable's directory: the rows Spark reads, with lineage."""
+    data, out = job.data, job.data.parent / "out"
+    job(f"""
+        from pyspark.sql import SparkSession, functions as F
+        spark = SparkSession.builder.getOrCreate()
+        orders = spark.read.parquet("{data}/orders").withColumn("day", F.to_date("order_ts"))
+        daily = orders.groupBy("status", "day").agg(F.count("*").alias("n"))
+        daily.write.mode("overwrite").partitionBy("status").parquet("{out}/daily")
+        orders.groupBy("customer_id").count().write.mode("overwrite").parquet("{out}/a/per_customer")
+        orders.groupBy("product_id").count().write.mode("overwrite").parquet("{out}/b/per_product")
+        orders.groupBy("status").count().write.mode("overwrite").saveAsTable("per_status")
+    """)
+    location = job.session.spark.sql("DESCRIBE TABLE EXTENDED spark_catalog.default.per_status") \
+        .where("col_name = 'Location'").first()[1]
+    _, said = job(f"""
+        from pyspark.sql import SparkSession, functions as F
+        spark = SparkSession.builder.getOrCreate()
+        spark.read.parquet("{out}/daily/status=shipped").write.mode("overwrite").saveAsTable("shipped_days")
+        spark.read.parquet("{out}/daily/*").write.mode("overwrite").saveAsTable("glob_days")
+        both = spark.read.parquet("{out}/a/per_customer", "{out}/b/per_product")
+        both.write.mode("overwrite").saveAsTable("both")
+        spark.read.parquet("{location}").write.mode("overwrite").saveAsTable("status_again")
+    """)
+    assert not any("registered as table" in line for line in said), said
+    session = job.session
+    shipped = duckdb.sql(f"SELECT day, n FROM read_parquet('{out}/daily/status=shipped/*.parquet')").fetchall()
+    assert sorted(tuple(r) for r in session.result("shipped_days").select("day", "n").collect()) == sorted(shipped)
+    assert [c for c in session.result("shipped_days").columns if c not in ("_row", "DL")] == ["day", "n"]
+    assert session.result("glob_days").count() == duckdb.sql(
+        f"SELECT COUNT(*) FROM read_parquet('{out}/daily/*/*.parquet')").fetchone()[0]
+    assert session.result("both").count() == duckdb.sql(
+        f"SELECT COUNT(*) FROM read_parquet(['{out}/a/per_customer/*.parquet', '{out}/b/per_product/*.parquet'])"
+    ).fetchone()[0]
+    order, status, day = duckdb.sql(f"SELECT order_id, status, CAST(order_ts AS DATE) FROM "
+                                    f"read_parquet('{data}/orders/*.parquet') WHERE status = 'shipped' LIMIT 1"
+                                    ).fetchone()
+    hit = session.impact(f"orders WHERE order_id = {order}")
+    assert [r["day"] for r in hit["shipped_days"].collect()] == [day]
+    assert len(hit["glob_days"].collect()) == 1 and len(hit["both"].collect()) == 2
+    assert [r["status"] for r in hit["status_again"].collect()] == [status]
+
+
+def test_a_read_that_cannot_compose_says_so_in_one_line(job):
+    """Written files beside other files are refused naming both; written files changed since,
+    and a CSV output read back, are sources of their own, and the job is told lineage stops."""
+    data, out = job.data, job.data.parent / "out"
+    job(f"""
+        from pyspark.sql import SparkSession
+        spark = SparkSession.builder.getOrCreate()
+        orders = spark.read.parquet("{data}/orders")
+        orders.groupBy("status").count().write.mode("overwrite").parquet("{out}/x/run=1")
+        orders.groupBy("status").count().write.mode("overwrite").option("header", True).csv("{out}/csv")
+    """)
+    (out / "x" / "run=2").mkdir()
+    for part in (data / "orders").glob("*.parquet"):
+        (out / "x" / "run=2" / part.name).write_bytes(b"")
+    duckdb.sql(f"COPY (SELECT 'shipped' AS status, 1::BIGINT AS count) TO '{out}/x/run=2/part-0.parquet'")
+    for part in (out / "x" / "run=2").glob("part-0000*"):
+        part.unlink()
+    with pytest.raises(JobError) as refused:
+        job(f"""
+            from pyspark.sql import SparkSession
+            SparkSession.builder.getOrCreate().read.parquet("{out}/x").count()
+        """)
+    message = str(refused.value)
+    assert "line 3" in message and "run=1" in message and "other files" in message and "\n" not in message
+    _, said = job(f"""
+        from pyspark.sql import SparkSession
+        spark = SparkSession.builder.getOrCreate()
+        print(spark.read.option("header", True).csv("{out}/csv").count())
+    """)
+    assert any("lineage stops there" in line and "step csv" in line for line in said), said
+    duckdb.sql(f"COPY (SELECT 'shipped' AS status, 2::BIGINT AS count) TO '{out}/x/run=1/extra.parquet'")
+    _, said = job(f"""
+        from pyspark.sql import SparkSession
+        print(SparkSession.builder.getOrCreate().read.parquet("{out}/x/run=1").count())
+    """)
+    assert any("changed since step" in line and "lineage stops there" in line for line in said), said
+
+
+def test_several_source_paths_in_one_read_are_one_union(job):
+    data = job.data
+    (data / "more").mkdir()
+    duckdb.sql(f"COPY (SELECT * FROM read_parquet('{data}/orders/part-00001.parquet')) "
+               f"TO '{data}/more/part-0.parquet'")
+    job(f"""
+        from pyspark.sql import SparkSession
+        spark = SparkSession.builder.getOrCreate()
+        both = spark.read.parquet("{data}/orders", "{data}/more")
+        both.groupBy("status").count().write.mode("overwrite").saveAsTable("two_paths")
+    """)
+    expected = duckdb.sql(f"SELECT status, COUNT(*) FROM read_parquet(['{data}/orders/*.parquet', "
+                          f"'{data}/more/*.parquet']) GROUP BY 1").fetchall()
+    assert sorted(tuple(r) for r in job.session.result("two_paths").select("status", "count").collect()) == \
+        sorted(expected)
+    order = duckdb.sql(f"SELECT order_id FROM read_parquet('{data}/more/*.parquet') LIMIT 1").fetchone()[0]
+    hit = job.session.impact(f"more WHERE order_id = {order}", result="two_paths").collect()
+    assert len(hit) == 1
+
+
+def test_try_cast_gives_null_for_a_malformed_value_as_spark_does(job, spark):
+    """The trial's try_cast: NULL where the text is no number, not a failed CAST."""
+    data = job.data
+    (data / "ids.csv").write_text("user_id,v\n1,a\n2x,b\n3,c\n")
+    job(f"""
+        from pyspark.sql import SparkSession, functions as F
+        spark = SparkSession.builder.getOrCreate()
+        ids = spark.read.option("header", True).csv("{data}/ids.csv")
+        ids.select(F.col("user_id").try_cast("bigint").alias("id"), "v").write.mode("overwrite").saveAsTable("parsed_ids")
+    """)
+    plain = spark.read.option("header", True).csv(str(data / "ids.csv")).selectExpr("try_cast(user_id AS bigint) AS id",
+                                                                                     "v")
+    traced = job.session.result("parsed_ids").select("id", "v").collect()
+    assert sorted(map(tuple, traced), key=str) == sorted(map(tuple, plain.collect()), key=str)
+    assert job.session.result("parsed_ids").where("id IS NULL").count() == 1
+
+
+APPENDING = """
+    import sys
+    from pyspark.sql import SparkSession, functions as F
+    spark = SparkSession.builder.getOrCreate()
+    spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
+    out, day = sys.argv[1], sys.argv[2]
+    orders = spark.read.parquet("{data}/orders").where(F.to_date("order_ts") == F.lit(day).cast("date"))
+    orders.select("order_id", "status", "qty").write.mode("append").parquet(out + "/log")
+    daily = orders.groupBy(F.to_date("order_ts").alias("day"), "status").agg(F.count("*").alias("n"))
+    daily.write.mode("overwrite").partitionBy("day").parquet(out + "/daily")
+"""
+
+
+def test_appends_and_dynamic_partition_overwrites_hold_every_run(job):
+    """Days 1, 2, 3 then day 2 again: the appended log holds day 2 twice and the dynamically
+    overwritten daily folder each day once, as plain Spark leaves them; a second job reading
+    both folders has their rows, and impact of a day-2 order reaches both of its results."""
+    data, out = job.data, job.data.parent / "out"
+    days = order_days(data)[:3]
+    steps = []
+    for day in [*days, days[1]]:
+        ran, _ = job(APPENDING.format(data=data), str(out), day)
+        steps += [step.name for step in ran]
+    assert steps == ["log", "daily", "log_run2", "daily_run2", "log_run3", "daily_run3", "log_run4", "daily_run4"]
+    orders = f"read_parquet('{data}/orders/*.parquet')"
+    log = duckdb.sql(f"SELECT COUNT(*) FROM {orders} WHERE CAST(order_ts AS DATE) IN "
+                     f"('{days[0]}', '{days[1]}', '{days[2]}')").fetchone()[0] + duckdb.sql(
+        f"SELECT COUNT(*) FROM {orders} WHERE CAST(order_ts AS DATE) = '{days[1]}'").fetchone()[0]
+    assert duckdb.sql(f"SELECT COUNT(*) FROM read_parquet('{out}/log/*.parquet')").fetchone()[0] == log
+    daily = sorted(duckdb.sql(f"SELECT CAST(order_ts AS DATE), status, COUNT(*) FROM {orders} WHERE "
+                              f"CAST(order_ts AS DATE) IN ('{days[0]}', '{days[1]}', '{days[2]}') "
+                              f"GROUP BY ALL").fetchall())
+    on_disk = sorted(duckdb.sql(f"SELECT day, status, n FROM read_parquet('{out}/daily/*/*.parquet', "
+                                f"hive_partitioning = true)").fetchall())
+    assert [(str(d), s, n) for d, s, n in on_disk] == [(str(d), s, n) for d, s, n in daily]
+    _, said = job(f"""
+        from pyspark.sql import SparkSession, functions as F
+        spark = SparkSession.builder.getOrCreate()
+        spark.read.parquet("{out}/log").groupBy("status").count().write.mode("overwrite").saveAsTable("log_status")
+        daily = spark.read.parquet("{out}/daily")
+        daily.groupBy("day").agg(F.sum("n").alias("n")).write.mode("overwrite").saveAsTable("per_day")
+    """)
+    assert not any("registered as table" in line for line in said), said
+    session = job.session
+    assert sum(r["count"] for r in session.result("log_status").collect()) == log
+    per_day = {str(r["day"]): r["n"] for r in session.result("per_day").collect()}
+    assert per_day == {str(d): sum(n for e, _, n in daily if e == d) for d in {d for d, _, _ in daily}}
+    order = duckdb.sql(f"SELECT order_id FROM {orders} WHERE CAST(order_ts AS DATE) = '{days[1]}' "
+                       f"LIMIT 1").fetchone()[0]
+    hit = session.impact(f"orders WHERE order_id = {order}")
+    assert [str(r["day"]) for r in hit["per_day"].collect()] == [days[1]]
+    assert len(hit["log_status"].collect()) == 1
+    assert {"log_run2", "log_run4", "daily_run4"} <= set(hit) and "daily_run2" not in hit  # replaced by run 4
+    assert not session.store.exists("daily_run2")
