@@ -231,3 +231,22 @@ def test_appends_and_dynamic_partition_overwrites_hold_every_run(job):
     assert len(hit["log_status"].collect()) == 1
     assert {"log_run2", "log_run4", "daily_run4"} <= set(hit) and "daily_run2" not in hit  # replaced by run 4
     assert not session.store.exists("daily_run2")
+
+
+def test_a_failed_run_names_what_it_wrote_and_exits_as_spark_submit(job):
+    """A missing file and an unknown column exit 1, as an uncaught exception under
+    spark-submit; a refusal exits 2; each line names the outputs the run wrote before it."""
+    data, out = job.data, job.data.parent / "out"
+    head = f"""
+        from pyspark.sql import SparkSession
+        spark = SparkSession.builder.getOrCreate()
+        spark.read.parquet("{data}/orders").groupBy("status").count().write.mode("overwrite").parquet("{out}/a")
+    """
+    cases = {'spark.read.parquet("/no/such/folder").count()': 1,
+             'spark.read.parquet("' + str(data) + '/orders").select("statsu").count()': 1,
+             'spark.read.parquet("' + str(data) + '/orders").write.insertInto("t")': 2}
+    for tail, status in cases.items():
+        with pytest.raises(JobError) as failed:
+            job(head + "    " + tail + "\n")
+        assert failed.value.exit_code == status, (tail, str(failed.value))
+        assert "line 5" in str(failed.value) and f"this run wrote {out}/a before it" in str(failed.value)

@@ -149,7 +149,9 @@ class JobRun:
         mode, partition_by = (settings.mode or "errorifexists").lower(), list(settings.partitioning_cols or [])
         dynamic = job_files.dynamic_overwrite(writer._spark, settings.options, mode, partition_by)
         adds = mode == "append" or dynamic  # the rows of earlier runs stay beside this run's
-        if not adds and (resumed := self.resumed(frame, name)) is not None and job_files.written_here(written):
+        # resumed: a whole write saved before, or an adding one that was this path's last run
+        last = written.run_list()[-1].result if adds and written is not None else name
+        if (resumed := self.resumed(frame, last)) is not None and job_files.written_here(written):
             self.done(resumed)
             return
         if not job_files.write_action(mode, where.exists(), f"writing {path}"):
@@ -201,6 +203,13 @@ class JobRun:
             saved = lineage.save(frame, name, semantics=self.semantics, representation=self.representation)
         return Step(saved.name, saved.rows, time.perf_counter() - started, line)
 
+    def written(self) -> str:
+        """What a failure's line adds: the outputs this run wrote before it (``--resume`` skips them)."""
+        saved = [step.path or step.name for step in self.steps if not step.skipped]
+        if not saved:
+            return " (no output of this run was written)"
+        return f" (this run wrote {', '.join(saved)} before it; `dltrace run --resume` completes the run)"
+
     def done(self, step: Step) -> None:
         self.steps.append(step)
         did = "saved before, skipped" if step.skipped else f"{step.rows} rows in {step.seconds:.1f} s"
@@ -226,10 +235,12 @@ def run_job(lineage, path: str, semantics: str = "control", representation: str 
                 raise JobError(f"{path} exited with status {stop.code}",
                                stop.code if isinstance(stop.code, int) else 1) from None
         except DltraceError as error:
-            raise JobError(f"{path} line {script_line(script, error.__traceback__)}: {error}",
-                           error.exit_code) from None
+            # dltrace's own refusal exits 2; any other failure 1, as Python's does under spark-submit
+            raise JobError(f"{path} line {script_line(script, error.__traceback__)}: {error}{job.written()}",
+                           error.exit_code if isinstance(error, UnsupportedLineage) else 1) from None
         except Exception as error:  # noqa: BLE001 - the script's own failure, as one line
-            raise JobError(f"{path} line {script_line(script, error.__traceback__)}: {one_line(error)}", 1) from None
+            raise JobError(f"{path} line {script_line(script, error.__traceback__)}: {one_line(error)}"
+                           f"{job.written()}", 1) from None
     return job.steps
 
 
