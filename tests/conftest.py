@@ -255,3 +255,41 @@ def pytest_terminal_summary(terminalreporter, config) -> None:
     outcomes = config.stash.get(GENERATED, None)
     if outcomes:
         terminalreporter.write_line(generated_summary(outcomes))
+
+
+# Jobs run in this process on this run's JVM through Spark Connect (tests/test_jobs.py,
+# tests/test_daily_jobs.py).
+
+@pytest.fixture(scope="module")
+def engine(spark):
+    from dltrace.spark import connect_session, serve_connect
+
+    return connect_session(serve_connect(spark))
+
+
+@pytest.fixture
+def job(engine, tmp_path, monkeypatch):
+    """A LineageSession on an empty catalog, this process on Connect's API, and a runner of
+    scripts given as text: ``job(text, *argv)`` returns ``(steps, lines said)``."""
+    import textwrap
+
+    from dltrace.dataframe import jobs
+    from dltrace.examples import shop_data
+    from dltrace.spark import CONNECT_API
+
+    for key, value in CONNECT_API.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.chdir(tmp_path)
+    session = LineageSession(tmp_path / "catalog", spark=engine)
+    said: list[str] = []
+
+    def run(text: str, *argv: str, resume: bool = False, semantics: str = "control"):
+        script = tmp_path / "job.py"
+        script.write_text(textwrap.dedent(text))
+        said.clear()
+        steps = jobs.run_job(session, str(script), semantics, say=said.append, argv=list(argv), resume=resume)
+        return steps, list(said)
+
+    run.session = session
+    run.data = shop_data.write(tmp_path / "data", orders=200)
+    return run

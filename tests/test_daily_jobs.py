@@ -12,7 +12,6 @@ import duckdb
 import pytest
 
 from dltrace.dataframe.jobs import JobError
-from tests.test_jobs import engine, job  # noqa: F401 - the fixtures
 
 pytestmark = pytest.mark.spark
 
@@ -168,10 +167,11 @@ def test_try_cast_gives_null_for_a_malformed_value_as_spark_does(job, spark):
         from pyspark.sql import SparkSession, functions as F
         spark = SparkSession.builder.getOrCreate()
         ids = spark.read.option("header", True).csv("{data}/ids.csv")
-        ids.select(F.col("user_id").try_cast("bigint").alias("id"), "v").write.mode("overwrite").saveAsTable("parsed_ids")
+        parsed = ids.select(F.col("user_id").try_cast("bigint").alias("id"), "v")
+        parsed.write.mode("overwrite").saveAsTable("parsed_ids")
     """)
-    plain = spark.read.option("header", True).csv(str(data / "ids.csv")).selectExpr("try_cast(user_id AS bigint) AS id",
-                                                                                     "v")
+    plain = spark.read.option("header", True).csv(str(data / "ids.csv")) \
+        .selectExpr("try_cast(user_id AS bigint) AS id", "v")
     traced = job.session.result("parsed_ids").select("id", "v").collect()
     assert sorted(map(tuple, traced), key=str) == sorted(map(tuple, plain.collect()), key=str)
     assert job.session.result("parsed_ids").where("id IS NULL").count() == 1

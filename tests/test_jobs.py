@@ -16,7 +16,6 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import duckdb
@@ -25,9 +24,9 @@ import pytest
 
 from dltrace import LineageSession
 from dltrace.catalog import Catalog
-from dltrace.dataframe.jobs import JobError, run_job
+from dltrace.dataframe.jobs import JobError
 from dltrace.examples import shop_data
-from dltrace.spark import CONNECT_API, connect_session, serve_connect
+from dltrace.spark import CONNECT_API
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.spark
@@ -129,33 +128,6 @@ def test_impact_of_a_source_row_equals_duckdb_over_the_files(shop_runs, spark):
 
 
 # --- scripts run in this process ----------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def engine(spark):
-    return connect_session(serve_connect(spark))
-
-
-@pytest.fixture
-def job(engine, tmp_path, monkeypatch):
-    """A LineageSession on an empty catalog, this process on Connect's API, and a runner of
-    scripts given as text: ``job(text, *argv)`` returns ``(steps, lines said)``."""
-    for key, value in CONNECT_API.items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.chdir(tmp_path)
-    session = LineageSession(tmp_path / "catalog", spark=engine)
-    said: list[str] = []
-
-    def run(text: str, *argv: str, resume: bool = False, semantics: str = "control"):
-        script = tmp_path / "job.py"
-        script.write_text(textwrap.dedent(text))
-        said.clear()
-        steps = run_job(session, str(script), semantics, say=said.append, argv=list(argv), resume=resume)
-        return steps, list(said)
-
-    run.session = session
-    run.data = shop_data.write(tmp_path / "data", orders=200)
-    return run
 
 
 def test_each_read_form_is_a_source_with_the_rows_spark_reads(job, spark):
