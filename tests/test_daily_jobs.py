@@ -250,3 +250,58 @@ def test_a_failed_run_names_what_it_wrote_and_exits_as_spark_submit(job):
             job(head + "    " + tail + "\n")
         assert failed.value.exit_code == status, (tail, str(failed.value))
         assert "line 5" in str(failed.value) and f"this run wrote {out}/a before it" in str(failed.value)
+
+
+def test_a_read_of_some_partitions_has_just_their_rows(job):
+    """The review's cases: two partitions by two paths, a glob over partitions, basePath over
+    one partition (its column kept), an empty-string partition (Spark's NULL); a read of some
+    of the files of a written directory (one run's of an appended log) is refused, not composed
+    whole."""
+    data, out = job.data, job.data.parent / "out"
+    job(f"""
+        from pyspark.sql import SparkSession, functions as F
+        spark = SparkSession.builder.getOrCreate()
+        orders = spark.read.parquet("{data}/orders")
+        labelled = orders.withColumn("label", F.when(F.col("status") == "returned", "").otherwise(F.col("status")))
+        labelled.groupBy("label", "customer_id").count().write.mode("overwrite").partitionBy("label").parquet("{out}/p")
+    """)
+    _, said = job(f"""
+        from pyspark.sql import SparkSession
+        spark = SparkSession.builder.getOrCreate()
+        spark.read.parquet("{out}/p/label=shipped", "{out}/p/label=cancelled").write.saveAsTable("two")
+        spark.read.parquet("{out}/p/label=s*").write.saveAsTable("globbed")
+        spark.read.option("basePath", "{out}/p").parquet("{out}/p/label=shipped").write.saveAsTable("based")
+        spark.read.parquet("{out}/p").write.saveAsTable("whole")
+    """)
+    assert not any("registered as table" in line for line in said), said
+    files = f"read_parquet('{out}/p/*/*.parquet', hive_partitioning = true)"
+
+    def rows(name: str, columns: str) -> list:
+        return sorted(map(tuple, job.session.result(name).select(*columns.split(", ")).collect()), key=str)
+
+    def expected(sql: str) -> list:
+        return sorted(map(tuple, duckdb.sql(sql).fetchall()), key=str)
+
+    assert rows("two", "customer_id, count") == expected(
+        f"SELECT customer_id, count FROM {files} WHERE label IN ('shipped', 'cancelled')")
+    assert rows("globbed", "customer_id, count") == expected(
+        f"SELECT customer_id, count FROM {files} WHERE label = 'shipped'")
+    assert rows("based", "customer_id, count, label") == expected(
+        f"SELECT customer_id, count, label FROM {files} WHERE label = 'shipped'")
+    whole = job.session.result("whole")
+    assert whole.where("label IS NULL").count() == duckdb.sql(
+        f"SELECT COUNT(*) FROM {files} WHERE label IS NULL OR label = '__HIVE_DEFAULT_PARTITION__'"
+    ).fetchone()[0] > 0
+    for _ in range(2):
+        job(f"""
+            from pyspark.sql import SparkSession
+            spark = SparkSession.builder.getOrCreate()
+            spark.read.parquet("{data}/orders").select("order_id").write.mode("append").parquet("{out}/log")
+        """)
+    one = next((out / "log").glob("part-*.parquet"))
+    with pytest.raises(JobError) as refused:
+        job(f"""
+            from pyspark.sql import SparkSession
+            SparkSession.builder.getOrCreate().read.parquet("{one}").count()
+        """)
+    assert "some of the files" in str(refused.value) and "\n" not in str(refused.value)

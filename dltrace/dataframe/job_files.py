@@ -82,7 +82,7 @@ def kept_runs(runs: list[Run]) -> tuple[list[Run], list[Run]]:
     partition of which a later run replaced."""
     kept, gone, replaced = [], [], set()
     for run in reversed(runs):
-        if run.partitions is not None and set(run.partitions) <= replaced:
+        if run is not runs[-1] and run.partitions is not None and set(run.partitions) <= replaced:
             gone.append(run)
         else:
             kept.append(run)
@@ -115,14 +115,22 @@ def table_name(where: Location) -> str:
 
 
 def free_name(lineage, wanted: str, ours) -> str:
-    """``wanted``, or ``wanted_2``, ``wanted_3``, ...: the first that no table, saved result or
-    view holds, or that ``ours(name)`` says already stands for the same thing."""
-    views = lineage.views()
+    """``wanted``, or ``wanted_2``, ``wanted_3``, ...: the first that no table, saved result,
+    view or record of a write (its runs' results too) holds, or that ``ours(name)`` says
+    already stands for the same thing."""
+    views, reserved = lineage.views(), reserved_names(lineage)
     for number in itertools.count(1):
         name = wanted if number == 1 else f"{wanted}_{number}"
-        if not owners_of(name, lineage.catalog.tables, lineage.store.exists, views) or ours(name):
+        if ours(name) or not (name in reserved or owners_of(name, lineage.catalog.tables, lineage.store.exists,
+                                                                 views)):
             return name
     raise AssertionError("unreachable")
+
+
+def reserved_names(lineage) -> set[str]:
+    """The names of the writes recorded and of their runs' saved results."""
+    records = WrittenStore(lineage.catalog).all().values()
+    return {record.name for record in records} | {run.result for record in records for run in record.run_list()}
 
 
 def file_format(fmt: str | None, where: Location) -> str:
@@ -221,10 +229,23 @@ def run_name(lineage, name: str, number: int) -> str:
 
 
 def partitions_of(rows, partition_by: list[str]) -> list[str]:
-    """The partitions ``rows`` fill, each as ``to_json(struct(partition columns))``."""
+    """The partitions ``rows`` fill, each as its ``partition_key``."""
+    return sorted(row[0] for row in rows.select(partition_key(partition_by)).distinct().collect())
+
+
+def directory_text(column: str):
+    """A partition column's value as the text of its directory name (Spark writes ``CAST(c AS
+    STRING)``, NULL and '' as ``__HIVE_DEFAULT_PARTITION__``)."""
     from pyspark.sql import functions as F
 
-    return sorted(row[0] for row in rows.select(F.to_json(F.struct(*partition_by))).distinct().collect())
+    return F.col(column).cast("string")
+
+
+def partition_key(partition_by: list[str]):
+    """A partition as one text, by its directories' names: ``to_json`` of their values as text."""
+    from pyspark.sql import functions as F
+
+    return F.to_json(F.array(*[F.nullif(directory_text(c), F.lit("")) for c in partition_by]))
 
 
 def drop_runs(lineage, runs: list[Run]) -> None:
@@ -264,7 +285,8 @@ def written_here(record: Written | None) -> bool:
 
 def check_result_of(lineage, result: str, table: str) -> None:
     """Refuse a ``saveAsTable`` whose result name is the result of a write to a path."""
-    record = WrittenStore(lineage.catalog).all().get(result)
+    record = next((r for r in WrittenStore(lineage.catalog).all().values()
+                   if result in {r.name, *(run.result for run in r.run_list())}), None)
     if record is not None and record.path != table:
         raise BadInput(f"saveAsTable({table!r}): result {result} holds the rows the job wrote to {record.path}: "
                        f"name the table otherwise")

@@ -79,6 +79,7 @@ class JobRun:
         if not paths:
             raise UnsupportedLineage(f"spark.read of {reader._format or 'a source'} without a path: dltrace "
                                      f"registers files")
+        paths = list(dict.fromkeys(paths))  # a path given twice is read once, as Spark lists it
         wheres = [job_files.job_location(path, "source") for path in paths]
         fmt = job_files.file_format(reader._format, wheres[0])
         as_read = Reader(dict(reader._options), reader._schema or "")
@@ -151,14 +152,16 @@ class JobRun:
         adds = mode == "append" or dynamic  # the rows of earlier runs stay beside this run's
         # resumed: a whole write saved before, or an adding one that was this path's last run
         last = written.run_list()[-1].result if adds and written is not None else name
-        if (resumed := self.resumed(frame, last)) is not None and job_files.written_here(written):
+        whole = adds or written is None or not written.runs  # a whole write over runs is never skipped
+        if whole and (resumed := self.resumed(frame, last)) is not None and job_files.written_here(written):
             self.done(resumed)
             return
         if not job_files.write_action(mode, where.exists(), f"writing {path}"):
             self.say(f"line {self.line()}: {path} exists (mode 'ignore'): nothing written")
             return
         earlier = written.run_list() if adds and where.exists() and job_files.written_here(written) else []
-        if adds and where.exists() and not earlier:
+        foreign = adds and where.exists() and not earlier  # files beside this run's that are not dltrace's
+        if foreign:
             self.say(f"line {self.line()}: {path} holds files dltrace did not write (or that changed since): "
                      f"a later read of it is a source of its own, lineage stops there")
         number = written.next_run() if earlier else 1
@@ -173,9 +176,10 @@ class JobRun:
                              job_files.partitions_of(rows, partition_by) if partition_by else None, dynamic)
         runs, gone = job_files.kept_runs([*earlier, this]) if adds else ([], [])
         job_files.record_write(self.lineage, name, str(where), fmt, settings.mode, partition_by,
-                               dict(settings.options), files=job_files.files_now(where, fmt), runs=runs)
-        if written is not None and not adds:
-            gone = [r for r in written.run_list() if r.result != name]
+                               dict(settings.options), files=None if foreign else job_files.files_now(where, fmt),
+                               runs=runs)
+        if written is not None and (not adds or foreign):  # the earlier runs' rows are not what the files hold
+            gone = [r for r in written.run_list() if r.result not in (name, run)]
         job_files.drop_runs(self.lineage, gone)
         step.path = path
         self.done(step)

@@ -24,10 +24,20 @@ one line that lineage stops there.
 from __future__ import annotations
 
 import posixpath
+from collections import Counter
 from dataclasses import dataclass
 from urllib.parse import unquote
 
-from dltrace.dataframe.job_files import SELF_DESCRIBING, Run, Written, WrittenStore, written_dir, written_here
+from dltrace.dataframe.job_files import (
+    SELF_DESCRIBING,
+    Run,
+    Written,
+    WrittenStore,
+    directory_text,
+    partition_key,
+    written_dir,
+    written_here,
+)
 from dltrace.errors import UnsupportedLineage
 from dltrace.registration import Reader
 from dltrace.storage import glob, is_glob, location
@@ -46,11 +56,12 @@ class ReadBack:
 
 @dataclass
 class Part:
-    """One written path a read takes: its record, and the ``k=v`` directories between."""
+    """One written path a read takes: its record, the ``k=v`` directories from the read's root
+    down to it, and the directories below it whose files the read takes (None: all)."""
 
     record: Written
-    above: list[tuple[str, str]]  # directories from the read's root down to the written path
-    below: list[tuple[str, str]]  # directories from the written path down to the read's root
+    above: list[tuple[str, str]]
+    directories: list[str] | None = None
 
 
 def overlapping(lineage, paths: list[str]) -> list[Written]:
@@ -86,6 +97,9 @@ def read_back(lineage, spark, fmt: str, paths: list[str], as_read: Reader) -> Re
     if not records:
         return None
     named = ", ".join(f"{r.path} (step {r.name})" for r in records)
+    if fmt == "delta" and {"versionasof", "timestampasof"} & {key.lower() for key in as_read.options}:
+        return ReadBack(None, f"an earlier version of {named} (time travel) is not the rows of its runs: read as "
+                              f"a source, lineage stops there")
     if fmt not in SELF_DESCRIBING or as_read.schema or any(r.format != fmt for r in records):
         how = f"{fmt} with a schema of the reader's" if as_read.schema else fmt
         return ReadBack(None, f"the files of {named} read as {how} are not the step's rows as typed: read as a "
@@ -110,12 +124,34 @@ def read_back(lineage, spark, fmt: str, paths: list[str], as_read: Reader) -> Re
                                   f"read as a source, lineage stops there")
         raise UnsupportedLineage(f"{what}: the files at {changed[0].path} changed since step {changed[0].name} wrote "
                                  f"them, beside other written paths: read them apart")
-    recursive = str(as_read.options.get("recursiveFileLookup", "false")).lower() == "true"
-    base = next((v for k, v in as_read.options.items() if k.lower() == "basepath"), None)
-    parts = [part_of(record, roots_of(paths, base), recursive, what) for record in taken]
+    options = {key.lower(): value for key, value in as_read.options.items()}
+    recursive = options.get("recursivefilelookup", "false").lower() == "true"
+    roots = roots_of(paths, options.get("basepath"))
+    parts = []
+    for record in taken:
+        part = part_of(record, roots, recursive, what)
+        if fmt != "delta":  # a Delta read takes the log's live files, a table whole
+            part.directories = taken_directories(record, {f for f, r in owner.items() if r is record}, what)
+        parts.append(part)
     steps = sorted({record.name for record in taken})
     return ReadBack(composed(lineage, spark, read.schema, parts, what),
                     f"the saved result{'s' if len(steps) > 1 else ''} {', '.join(steps)} written there")
+
+
+def taken_directories(record: Written, files: set[str], what: str) -> list[str] | None:
+    """The directories below ``record``'s path whose files the read takes (``files``), each
+    whole; None when it takes them all.  A read of some files of a directory (one part file,
+    ``pathGlobFilter``, ``modifiedAfter``) is refused: which run's rows they hold is not kept."""
+    directory = location(written_dir(record), "output")
+    relatives = [posixpath.relpath(info.path, directory.path) for info in directory.files()]
+    every = Counter(posixpath.dirname(relative) for relative in relatives  # what Spark lists: no _ or . names
+                    if not any(name.startswith(("_", ".")) for name in relative.split("/")))
+    took = Counter(posixpath.dirname(posixpath.relpath(file, directory.path)) for file in files)
+    partly = sorted(d for d in took if took[d] != every.get(d))
+    if partly:
+        raise UnsupportedLineage(f"{what}: it takes some of the files step {record.name} wrote in "
+                                 f"{posixpath.join(record.path, partly[0])}: read whole directories of it")
+    return None if set(took) == set(every) else sorted(took)
 
 
 def roots_of(paths: list[str], base: str | None) -> list[str]:
@@ -131,14 +167,15 @@ def roots_of(paths: list[str], base: str | None) -> list[str]:
 
 
 def part_of(record: Written, roots: list[str], recursive: bool, what: str) -> Part:
-    """Where ``record``'s directory stands to the read's root: the ``k=v`` directories between."""
+    """Where ``record``'s directory stands to the read's root: the ``k=v`` directories between
+    (none for a root inside it, whose columns above the root the read does not have)."""
     directory = written_dir(record).rstrip("/")
     for root in roots:
         if directory == root or directory.startswith(root + "/"):
-            above = [] if recursive else partition_values(posixpath.relpath(directory, root), record, what)
-            return Part(record, above, [])
+            return Part(record, [] if recursive else partition_values(posixpath.relpath(directory, root), record,
+                                                                      what))
         if root.startswith(directory + "/"):
-            return Part(record, [], partition_values(posixpath.relpath(root, directory), record, what))
+            return Part(record, [])
     raise UnsupportedLineage(f"{what}: the files {record.path} (step {record.name}) wrote are read through a glob "
                              f"that none of its directories matches: read {record.path} itself")
 
@@ -172,33 +209,52 @@ def composed(lineage, spark, schema, parts: list[Part], what: str):
 
 def run_rows(lineage, spark, schema, part: Part, run: Run, later: list[Run], what: str):
     """The rows of ``run`` that the files still hold (not those of partitions a ``later`` run
-    replaced), as the read gives them."""
+    replaced) in the directories the read takes, as the read gives them: a partition column's
+    value as Spark reads it back from its directory's name (text, typed as the read types it)."""
     from pyspark.sql import functions as F
 
     result = lineage.store.get(run.result)
     columns = {name.lower(): name for name in result.query_columns}
+    partitioned = {column.lower() for column in part.record.partition_by}
     frame = spark.table(run.result)
     replaced = sorted({partition for newer in later if newer.replaces for partition in newer.partitions or []})
     if replaced:
-        frame = frame.where(~F.to_json(F.struct(*part.record.partition_by)).isin(replaced))
-    for column, value in part.below:
-        if column.lower() not in columns:
-            raise UnsupportedLineage(f"{what}: directory {column}={value} inside {part.record.path} names no "
-                                     f"column of step {run.result}")
-        kept = F.col(columns[column.lower()])
-        frame = frame.where(kept.isNull() if value == DEFAULT_PARTITION
-                            else kept == F.lit(value).cast(result.query_columns[columns[column.lower()]]))
+        frame = frame.where(~partition_key(part.record.partition_by).isin(replaced))
+    if part.directories is not None:
+        frame = frame.where(in_directories(part, columns, what))
     above = {column.lower(): value for column, value in part.above}
     selected = []
     for field in schema.fields:
-        kind = field.dataType.simpleString()
-        if field.name.lower() in above:
-            value = above[field.name.lower()]
+        kind, name = field.dataType.simpleString(), field.name.lower()
+        if name in above:
+            value = above[name]
             selected.append((F.lit(None) if value == DEFAULT_PARTITION else F.lit(value)).cast(kind).alias(field.name))
-        elif field.name.lower() in columns:
-            own = columns[field.name.lower()]
-            selected.append((F.col(own) if result.query_columns[own] == kind else F.col(own).cast(kind))
-                            .alias(field.name))
+        elif name in columns and name in partitioned:
+            selected.append(F.nullif(directory_text(columns[name]), F.lit("")).cast(kind).alias(field.name))
+        elif name in columns:
+            own = columns[name]
+            if result.query_columns[own] != kind:
+                raise UnsupportedLineage(f"{what}: the read types column {field.name} {kind}, the rows step "
+                                         f"{run.result} wrote {result.query_columns[own]}: read {part.record.path} "
+                                         f"with its own schema")
+            selected.append(F.col(own).alias(field.name))
         else:  # a column of other files of the read: NULL in these, as Spark reads Parquet and ORC by name
             selected.append(F.lit(None).cast(kind).alias(field.name))
     return frame.select(*selected)
+
+
+def in_directories(part: Part, columns: dict[str, str], what: str):
+    """Whether a row's partition directories are one of those the read takes."""
+    from pyspark.sql import functions as F
+
+    condition = F.lit(False)
+    for directory in part.directories or []:
+        matches = F.lit(True)
+        for column, value in partition_values(directory, part.record, what):
+            if column.lower() not in columns:
+                raise UnsupportedLineage(f"{what}: directory {column}={value} inside {part.record.path} names no "
+                                         f"column of step {part.record.name}")
+            text = directory_text(columns[column.lower()])
+            matches = matches & ((text.isNull() | (text == "")) if value == DEFAULT_PARTITION else (text == value))
+        condition = condition | matches
+    return condition
