@@ -82,6 +82,11 @@ class TableEntry:
         schema = old.get("schema") if old is not None else self.schema
         return {**schema, ID_COLUMN: "bigint"} if schema else None
 
+    def version_source(self, version: int | None) -> str:
+        """The source path data ``version`` (None: current) was registered from."""
+        old = next((o for o in self.previous if o["version"] == version), None)
+        return old.get("source", self.source) if old is not None else self.source
+
     def version_paths(self) -> dict[int, str]:
         """``{data version: path}`` of every version this table has had, current included."""
         return {**{old["version"]: old["path"] for old in self.previous}, self.version: self.path}

@@ -130,8 +130,8 @@ def register(
 
     A Parquet source (a file, a directory, a glob) without ``order_by`` is registered in
     place unless ``copy``: ids follow the files sorted by path and the rows' order in each
-    (dltrace/table_data.py); a partitioned layout and a revision of a copied table with the
-    same key are copied.
+    (dltrace/table_data.py), and a revision keeps the ids of its unchanged files; a revision
+    of a copied table with the same key is copied.
 
     ``header`` (CSV only): whether the first row holds the column names; by default it does,
     unless it looks like data (``check_header``, refused: say which).  An empty file is refused.
@@ -173,10 +173,21 @@ def register(
 
 
 def _in_place(spark, catalog: Catalog, new: Registration, files: list[Location], **fields) -> TableEntry:
-    """Commit the entry of a table read in place from ``files``, ids in their order."""
-    records = file_records(spark, files, new.first_row)
-    rows = sum(record["rows"] for record in records)
-    entry = new.entry(rows, rows, {"unchanged": 0, "new": rows}, order_by=None, files=records, **fields)
+    """Commit the entry of a table read in place from ``files``, ids in their order.  A source
+    registered in place before (a folder that gains files every day) keeps the ids of its
+    files that are unchanged (same path, size and modification time), in their order; only
+    the files added or changed are read (their footers) and numbered after every id given."""
+    before = {record["path"]: record for record in (new.previous.files or [])} if new.previous else {}
+    kept = [before[str(file)] for file in files if str(file) in before
+            and (file.info().size, file.info().mtime_ns) == (before[str(file)]["size"],
+                                                             before[str(file)]["mtime_ns"])]
+    kept_paths = {record["path"] for record in kept}
+    kept.sort(key=lambda record: record["first_row"])
+    added = [file for file in files if str(file) not in kept_paths]
+    records = kept + (file_records(spark, added, new.first_row) if added else [])
+    rows, unchanged = sum(record["rows"] for record in records), sum(record["rows"] for record in kept)
+    entry = new.entry(rows, rows - unchanged, {"unchanged": unchanged, "new": rows - unchanged}, order_by=None,
+                      files=records, **fields)
     return catalog.commit(new.committed(entry))
 
 

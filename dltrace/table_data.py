@@ -17,6 +17,8 @@ Reading an in-place table whose files changed since registration stops with ``So
 from __future__ import annotations
 
 import os
+import posixpath
+from dataclasses import replace
 from urllib.parse import unquote
 
 from dltrace.errors import BadInput, SourceChanged
@@ -37,20 +39,36 @@ def backquoted(name: str) -> str:
 
 def listed_files(source: str | os.PathLike | Location) -> list[Location] | None:
     """The files a source names, as Spark lists them (a file; a directory's files without
-    the hidden ``_``/``.`` ones; a glob's matches), sorted by path; None when it holds
-    directories (a partitioned layout, whose partition columns live in the paths)."""
+    the hidden ``_``/``.`` ones, in ``column=value`` subdirectories too: a partitioned layout,
+    whose partition columns Spark reads from the paths; a glob's matches), sorted by path;
+    None when it holds other directories."""
     source = location(source, "source")
     if source.is_file():
         return [source]
     if source.is_dir():
-        children = [p for p in source.iterdir() if not p.name.startswith((".", "_"))]
-    elif is_glob(source):
+        found = []
+        for info in source.files():
+            parts = posixpath.relpath(info.path, source.path).split("/")
+            if any(part.startswith((".", "_")) for part in parts):
+                continue
+            if not all("=" in part.strip("=") for part in parts[:-1]):
+                return None
+            found.append(replace(source, path=info.path))
+        return sorted(found, key=str)
+    if is_glob(source):
         children = glob(source)
-    else:
-        return None
-    if any(not p.is_file() for p in children):
-        return None
-    return sorted(children, key=str)
+        return None if any(not p.is_file() for p in children) else sorted(children, key=str)
+    return None
+
+
+def partition_base(source: str, files: list[dict]) -> str | None:
+    """The directory Spark reads partition columns below (``basePath``), when ``files`` lie in
+    ``column=value`` subdirectories of ``source``; None otherwise."""
+    root = location(source, "source").path.rstrip("/")
+    if any(posixpath.dirname(location(f["path"], "source").path) != root for f in files) and \
+            all(location(f["path"], "source").path.startswith(root + "/") for f in files):
+        return source
+    return None
 
 
 def spark_uri_key(uri: str) -> str:
@@ -185,6 +203,9 @@ def table_rows(spark, catalog, name: str, version: int | None = None):
     reader = spark.read
     if schema:
         reader = reader.schema(", ".join(f"{backquoted(c)} {t}" for c, t in schema.items()))
+    base = partition_base(entry.version_source(version), files)
+    if base is not None:
+        reader = reader.option("basePath", base)
     frame = reader.parquet(*(f["path"] for f in files))
     return frame.select("*", F.expr(id_sql(entry.code, files)).alias(ID_COLUMN))
 

@@ -305,3 +305,52 @@ def test_a_read_of_some_partitions_has_just_their_rows(job):
             SparkSession.builder.getOrCreate().read.parquet("{one}").count()
         """)
     assert "some of the files" in str(refused.value) and "\n" not in str(refused.value)
+
+
+def write_day(events, day: str, first: int, rows: int) -> None:
+    """A day's events as Spark lays a partitioned folder out: ``events/date=DAY/part-0.parquet``."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    (events / f"date={day}").mkdir(parents=True)
+    pq.write_table(pa.table({"event_id": pa.array(range(first, first + rows), pa.int64()),
+                             "kind": pa.array(["view", "buy", "view"][i % 3] for i in range(rows))}),
+                   events / f"date={day}" / "part-0.parquet")
+
+
+def test_a_partitioned_folder_that_gains_a_day_keeps_its_ids_and_reads_only_the_new_files(job):
+    """A Hive-partitioned events folder registers in place (its date column from the paths);
+    the next day's run registers a new version whose earlier files keep their ids, and impact
+    of the new day's event reaches the output, as DuckDB computes it."""
+    from dltrace.table_data import table_rows
+
+    events = job.data / "events"
+    script = f"""
+        from pyspark.sql import SparkSession, functions as F
+        spark = SparkSession.builder.getOrCreate()
+        events = spark.read.parquet("{events}")
+        events.groupBy("date", "kind").agg(F.count("*").alias("n")).write.mode("overwrite").saveAsTable("per_day")
+    """
+    write_day(events, "2026-11-01", 1, 30)
+    job(script)
+    session = job.session
+    first = session.catalog.tables["events"]
+    assert first.files and first.rows == 30 and first.schema["date"] == "date"
+
+    def ids(version: int) -> dict:
+        return {r["event_id"]: r["_dl_id"] for r in table_rows(session.spark, session.catalog, "events", version)
+                .select("event_id", "_dl_id").collect()}
+
+    before = ids(1)
+    write_day(events, "2026-11-02", 31, 20)
+    _, said = job(script)
+    second = session.catalog.tables["events"]
+    assert second.version == 2 and second.changes == {"unchanged": 30, "new": 20, "removed": 0}, said
+    after = ids(2)
+    assert all(after[event] == before[event] for event in before) and len(after) == 50
+    expected = duckdb.sql(f"SELECT date, kind, COUNT(*) FROM read_parquet('{events}/*/*.parquet', "
+                          f"hive_partitioning = true) GROUP BY ALL").fetchall()
+    saved = session.result("per_day").select("date", "kind", "n").collect()
+    assert sorted((str(d), k, n) for d, k, n in saved) == sorted((str(d), k, n) for d, k, n in expected)
+    hit = session.impact("events WHERE event_id = 40", result="per_day").collect()
+    assert [(str(r["date"]), r["kind"]) for r in hit] == [("2026-11-02", ["view", "buy", "view"][9 % 3])]
