@@ -290,6 +290,10 @@ def job(engine, tmp_path, monkeypatch):
         steps = jobs.run_job(session, str(script), semantics, say=said.append, argv=list(argv), resume=resume)
         return steps, list(said)
 
+    def run_file(path, *argv: str, semantics: str = "control"):
+        return jobs.run_job(session, str(path), semantics, argv=list(argv))
+
+    run.run_file = run_file
     run.session = session
     run.data = shop_data.write(tmp_path / "data", orders=200)
     return run

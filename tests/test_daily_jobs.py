@@ -12,6 +12,7 @@ import duckdb
 import pytest
 
 from dltrace.dataframe.jobs import JobError
+from tests.conftest import ROOT
 
 pytestmark = pytest.mark.spark
 
@@ -354,3 +355,59 @@ def test_a_partitioned_folder_that_gains_a_day_keeps_its_ids_and_reads_only_the_
     assert sorted((str(d), k, n) for d, k, n in saved) == sorted((str(d), k, n) for d, k, n in expected)
     hit = session.impact("events WHERE event_id = 40", result="per_day").collect()
     assert [(str(r["date"]), r["kind"]) for r in hit] == [("2026-11-02", ["view", "buy", "view"][9 % 3])]
+
+
+def test_the_daily_pipeline_over_days_and_a_rerun_leaves_what_plain_spark_would(job):
+    """The example pipeline (dltrace/examples/daily_job.py, daily_report.py) over days 1-3,
+    then day 2 again: after every run the files hold what the job's logic gives over the files
+    of that moment (DuckDB), and impact of a day-3 event and of a product reaches every output
+    row DuckDB says is computed from it."""
+    from dltrace.examples import daily_data
+
+    examples = ROOT / "dltrace" / "examples"
+    data, out = job.data.parent / "daily", job.data.parent / "daily-out"
+    log, daily = [], {}
+    for day in (1, 2, 3, 2):
+        daily_data.write(data, day)
+        date = daily_data.day_of(day).isoformat()
+        orders = (f"(SELECT e.event_id, e.date, e.user_id, u.country, p.category, e.qty * p.price AS amount "
+                  f"FROM read_parquet('{data}/events/*/*.parquet', hive_partitioning = true) e "
+                  f"LEFT JOIN (SELECT user_id, country FROM read_csv_auto('{data}/users.csv') QUALIFY row_number() "
+                  f"OVER (PARTITION BY user_id ORDER BY updated_at DESC) = 1) u USING (user_id) "
+                  f"JOIN read_parquet('{data}/products.parquet') p USING (product_id) WHERE e.date = '{date}')")
+        log += duckdb.sql(f"SELECT event_id, user_id, country, category, round(amount, 6) FROM {orders}").fetchall()
+        daily[date] = duckdb.sql(f"SELECT country, category, round(SUM(amount), 2), COUNT(*) FROM {orders} "
+                                 f"GROUP BY ALL").fetchall()
+        job.run_file(examples / "daily_job.py", str(data), str(out), date)
+        job.run_file(examples / "daily_report.py", str(out))
+        written_log = duckdb.sql(f"SELECT event_id, user_id, country, category, round(amount, 6) FROM "
+                                 f"read_parquet('{out}/orders_log/*.parquet')").fetchall()
+        assert sorted(written_log, key=str) == sorted(log, key=str), day
+        revenue = f"read_parquet('{out}/daily_revenue/*/*.parquet', hive_partitioning = true)"
+        for date_, rows in daily.items():
+            on_disk = duckdb.sql(f"SELECT country, category, revenue, orders FROM {revenue} "
+                                 f"WHERE date = '{date_}'").fetchall()
+            assert sorted(on_disk, key=str) == sorted(rows, key=str), (day, date_)
+        totals = duckdb.sql(f"SELECT country, round(SUM(revenue), 2), COUNT(DISTINCT date) FROM {revenue} "
+                            f"GROUP BY ALL").fetchall()
+        assert sorted(duckdb.sql(f"SELECT * FROM read_parquet('{out}/country_totals/*.parquet')").fetchall(),
+                      key=str) == sorted(totals, key=str)
+    session = job.session
+    assert set(session.saved_results()) >= {"orders_log", "orders_log_run4", "daily_revenue_run4", "country_totals"}
+    assert "daily_revenue_run2" not in session.saved_results()  # day 2 replaced by its rerun
+    event, product, country, category = duckdb.sql(
+        f"SELECT event_id, product_id, NULL, NULL FROM read_parquet('{data}/events/*/*.parquet', "
+        f"hive_partitioning = true) WHERE date = '{daily_data.day_of(3)}' ORDER BY event_id LIMIT 1").fetchone()
+    row = next(r for r in log if r[0] == event)
+    country, category = row[2], row[3]
+    hit = session.impact(f"events WHERE event_id = {event}")
+    assert [r["event_id"] for name in hit if name.startswith("orders_log") for r in hit[name].collect()] == [event]
+    assert {(r["country"], r["category"]) for name in hit if name.startswith("daily_revenue")
+            for r in hit[name].collect()} == {(country, category)}
+    assert [r["country"] for r in hit["country_totals"].collect()] == [country]
+    assert country in {r["country"] for r in hit["top_category"].collect()}
+    country_of = {entry[0]: entry[2] for entry in log}  # as the last run of each day joined it
+    sold = {country_of[e] for (e,) in duckdb.sql(f"SELECT event_id FROM read_parquet('{data}/events/*/*.parquet') "
+                                                 f"WHERE product_id = {product}").fetchall()}
+    by_product = session.impact(f"products WHERE product_id = {product}")
+    assert {r["country"] for r in by_product["country_totals"].collect()} >= sold - {None} and sold
