@@ -28,6 +28,7 @@ COMMANDS = {
     "walmart table9": ("walmart.__main__", ["table9", "--scale", "0.01", "--queries", "q1"]),
     "reasons_bench": ("tpch.reasons_bench", ["--rows", "1000", "--repeat", "1"]),
     "memory_bench": ("tpch.memory_bench", ["--rows", "20000", "--groups", "4", "--out", "{out}"]),
+    "daily_bench": ("tpch.daily_bench", ["--days", "2", "--events", "500", "--out", "{out}"]),
     "tpcds bench": ("tpcds.__main__", ["bench", "--sf", "0.01", "--repeat", "1", "--out", "{out}"]),
     # on a copy of the demo's catalog ({catalog}: TPC-H SF 0.01 and the saved steps custrev and natrev)
     "ui_bench": ("tpch.ui_bench", ["--catalog", "{catalog}", "--repeat", "1", "--no-browser"]),

@@ -29,20 +29,21 @@ def day_of(number: int) -> datetime.date:
     return FIRST_DAY + datetime.timedelta(days=number - 1)
 
 
-def write(directory: str | Path, day: int) -> Path:
-    """Day ``day``'s files under ``directory`` (the earlier days' are left as they are)."""
+def write(directory: str | Path, day: int, events: int = EVENTS_PER_DAY) -> Path:
+    """Day ``day``'s files (``events`` events) under ``directory`` (the earlier days' are left
+    as they are)."""
     root = Path(directory)
     rng = np.random.default_rng(1000 + day)
     date = day_of(day)
     partition = root / "events" / f"date={date.isoformat()}"
     partition.mkdir(parents=True, exist_ok=True)
-    seconds = np.sort(rng.integers(0, 86400, EVENTS_PER_DAY))
+    seconds = np.sort(rng.integers(0, 86400, events))
     moments = [datetime.datetime.combine(date, datetime.time()) + datetime.timedelta(seconds=int(s)) for s in seconds]
     pq.write_table(pa.table({
-        "event_id": pa.array(np.arange(EVENTS_PER_DAY) + day * 1000, pa.int64()),
-        "user_id": pa.array(rng.integers(1, USERS + 1, EVENTS_PER_DAY), pa.int32()),
-        "product_id": pa.array(rng.integers(1, PRODUCTS + 1, EVENTS_PER_DAY), pa.int32()),
-        "qty": pa.array(rng.integers(1, 4, EVENTS_PER_DAY), pa.int32()),
+        "event_id": pa.array(np.arange(events) + day * 10_000_000, pa.int64()),
+        "user_id": pa.array(rng.integers(1, USERS + 1, events), pa.int32()),
+        "product_id": pa.array(rng.integers(1, PRODUCTS + 1, events), pa.int32()),
+        "qty": pa.array(rng.integers(1, 4, events), pa.int32()),
         "ts": pa.array(moments, pa.timestamp("us")),
     }), partition / "part-0.parquet")
     with open(root / "users.csv", "w") as out:
@@ -65,8 +66,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("directory")
     parser.add_argument("day", type=int)
+    parser.add_argument("--events", type=int, default=EVENTS_PER_DAY, help="events a day")
     arguments = parser.parse_args()
-    print(write(arguments.directory, arguments.day))
+    print(write(arguments.directory, arguments.day, arguments.events))
 
 
 if __name__ == "__main__":
