@@ -16,25 +16,15 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from dltrace.examples import daily_data
 from tpch.harness import log
+from tpch.job_bench import timed
 
 JOB = Path(__file__).resolve().parent.parent / "dltrace" / "examples" / "daily_job.py"
-
-
-def timed(command: list[str], cwd: Path) -> float:
-    """Seconds ``command`` took; its failure stops the benchmark with its last lines."""
-    started = time.perf_counter()
-    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
-    if done.returncode != 0:
-        sys.exit(f"daily_bench: {' '.join(command[:4])} ... failed:\n{done.stderr[-2000:]}")
-    return time.perf_counter() - started
 
 
 def main(argv: list[str] | None = None) -> None:

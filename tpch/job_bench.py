@@ -35,7 +35,7 @@ def timed(command: list[str], cwd: Path) -> float:
     started = time.perf_counter()
     done = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
     if done.returncode != 0:
-        sys.exit(f"job_bench: {' '.join(command[:4])} ... failed:\n{done.stderr[-2000:]}")
+        sys.exit(f"benchmark: {' '.join(command[:4])} ... failed:\n{done.stderr[-2000:]}")
     return time.perf_counter() - started
 
 
