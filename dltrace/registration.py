@@ -28,7 +28,7 @@ from dltrace.errors import BadInput, CatalogError
 from dltrace.ids import make_id
 from dltrace.recovery import WRITER_FILE, temporary_name, writer
 from dltrace.storage import Location, glob, is_glob, location
-from dltrace.table_data import file_records, listed_files
+from dltrace.table_data import file_records, listed_files, unchanged_files
 
 FORMATS = ("parquet", "csv", "json", "orc")
 
@@ -177,13 +177,7 @@ def _in_place(spark, catalog: Catalog, new: Registration, files: list[Location],
     registered in place before (a folder that gains files every day) keeps the ids of its
     files that are unchanged (same path, size and modification time), in their order; only
     the files added or changed are read (their footers) and numbered after every id given."""
-    before = {record["path"]: record for record in (new.previous.files or [])} if new.previous else {}
-    kept = [before[str(file)] for file in files if str(file) in before
-            and (file.info().size, file.info().mtime_ns) == (before[str(file)]["size"],
-                                                             before[str(file)]["mtime_ns"])]
-    kept_paths = {record["path"] for record in kept}
-    kept.sort(key=lambda record: record["first_row"])
-    added = [file for file in files if str(file) not in kept_paths]
+    kept, added = unchanged_files(new.previous.files if new.previous else None, files)
     records = kept + (file_records(spark, added, new.first_row) if added else [])
     rows, unchanged = sum(record["rows"] for record in records), sum(record["rows"] for record in kept)
     entry = new.entry(rows, rows - unchanged, {"unchanged": unchanged, "new": rows - unchanged}, order_by=None,

@@ -112,6 +112,17 @@ def file_records(spark, files: list[Location], first_row: int) -> list[dict]:
     return records
 
 
+def unchanged_files(before: list[dict] | None, files: list[Location]) -> tuple[list[dict], list[Location]]:
+    """The records of ``before`` (an in-place version's files) whose files are among ``files``
+    unchanged (path, size, modification time), in their order, and the files of ``files``
+    that are new or changed."""
+    known = {record["path"]: record for record in before or []}
+    kept = [known[str(file)] for file in files if str(file) in known
+            and (file.info().size, file.info().mtime_ns) == (known[str(file)]["size"], known[str(file)]["mtime_ns"])]
+    paths = {record["path"] for record in kept}
+    return sorted(kept, key=lambda record: record["first_row"]), [file for file in files if str(file) not in paths]
+
+
 def version_files(entry, version: int | None = None) -> list[dict] | None:
     """The recorded files of data ``version`` (None: current) of an in-place table; None for a
     copied one."""
