@@ -418,6 +418,7 @@ class LineageSession:
         """``CREATE [OR REPLACE] [TEMP] VIEW name AS query``: later queries read ``query`` in its
         place; a temporary view lasts as long as this session, another is kept in the catalog."""
         create_view(self, name, query, temporary, replace)
+        self._dataframes.refresh()  # ls.frames reads it by name at once
 
     @renamed_keyword("repr", "representation")
     def run_script(self, text: str, semantics: str = "control", representation: str = "set", on_outcome=None) -> list:
@@ -446,8 +447,7 @@ class LineageSession:
         return frame
 
     def drop_result(self, name: str) -> None:
-        self.store.drop(name)
-        unpublish(lambda: self.spark, self.catalog, name)
+        self.store.drop(name), unpublish(lambda: self.spark, self.catalog, name), self._dataframes.refresh()
 
     def impact(
         self,
@@ -458,18 +458,17 @@ class LineageSession:
         semantics: str = "control",
         use_index: bool = True,
     ):
-        """The output rows affected by the bad rows ``source`` names ("TABLE WHERE PREDICATE",
-        "TABLE@vK WHERE ..." for data version K), in saved ``result`` or in ``query``'s output;
-        ``DL`` narrowed to the bad ids.  ``mode``: stored (default with a result) or reeval.
-        With neither ``result`` nor ``query``: ``{result name: affected rows}`` over every
-        saved result (stored lineage)."""
+        """The output rows affected by the bad rows ``source`` names ("TABLE WHERE PREDICATE", "TABLE@vK
+        WHERE ..." for data version K), in saved ``result`` or in ``query``'s output; ``DL`` narrowed to
+        the bad ids.  ``mode``: stored (default with a result) or reeval.  With neither ``result`` nor
+        ``query``: ``{result name: affected rows}`` over every saved result (stored lineage)."""
         from dltrace.impact import impact
 
         return impact(self, source, result, query, mode, semantics, use_index)
 
     def explain(self, result: str, row: int) -> dict:
-        """``{table: DataFrame}``: the base rows in the DL of row ``row`` of saved ``result``;
-        its ``ids`` attribute, ``{table: how many of the row's ids come from it}``."""
+        """``{table: DataFrame}``: the base rows in the DL of row ``row`` of saved ``result``; its ``ids``
+        attribute, ``{table: how many of the row's ids come from it}``."""
         from dltrace.impact import explain
 
         return explain(self, result, row)

@@ -239,13 +239,13 @@ def test_a_failed_run_names_what_it_wrote_and_exits_as_spark_submit(job):
     spark-submit; a refusal exits 2; each line names the outputs the run wrote before it."""
     data, out = job.data, job.data.parent / "out"
     head = f"""
-        from pyspark.sql import SparkSession
+        from pyspark.sql import SparkSession, functions as F
         spark = SparkSession.builder.getOrCreate()
         spark.read.parquet("{data}/orders").groupBy("status").count().write.mode("overwrite").parquet("{out}/a")
     """
     cases = {'spark.read.parquet("/no/such/folder").count()': 1,
              'spark.read.parquet("' + str(data) + '/orders").select("statsu").count()': 1,
-             'spark.read.parquet("' + str(data) + '/orders").write.insertInto("t")': 2}
+             'spark.read.parquet("' + str(data) + '/orders").writeTo("t").overwrite(F.lit(True))': 2}
     for tail, status in cases.items():
         with pytest.raises(JobError) as failed:
             job(head + "    " + tail + "\n")
@@ -411,3 +411,139 @@ def test_the_daily_pipeline_over_days_and_a_rerun_leaves_what_plain_spark_would(
                                                  f"WHERE product_id = {product}").fetchall()}
     by_product = session.impact(f"products WHERE product_id = {product}")
     assert {r["country"] for r in by_product["country_totals"].collect()} >= sold - {None} and sold
+
+
+TABLE_APPENDS = """
+    import sys
+    from pyspark.sql import SparkSession, functions as F
+    spark = SparkSession.builder.getOrCreate()
+    spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
+    day = sys.argv[1]
+    orders = spark.read.parquet("{data}/orders").withColumn("day", F.to_date("order_ts")) \\
+        .where(F.col("day") == F.lit(day).cast("date"))
+    orders.select("order_id", "status", "qty").write.mode("append").saveAsTable("t_log")
+    # by position, into the columns (id, state, quantity) the first run created
+    orders.select(F.col("order_id").alias("id"), F.col("status").alias("state"), "qty").write.insertInto("t_pos") \\
+        if spark.catalog.tableExists("t_pos") else \\
+        orders.select(F.col("order_id").alias("id"), F.col("status").alias("state"), F.col("qty").alias("quantity")) \\
+        .write.saveAsTable("t_pos")
+    daily = orders.groupBy("day", "status").agg(F.count("*").alias("n"))
+    if spark.catalog.tableExists("t_daily"):
+        daily.select("status", "n", "day").write.insertInto("t_daily", overwrite=True)
+    else:
+        daily.write.partitionBy("day").saveAsTable("t_daily")
+"""
+
+
+def test_appends_to_tables_are_runs_and_the_table_composes(job):
+    """saveAsTable in mode append, insertInto (by position; a dynamic overwrite of a
+    partitioned table), writeTo().append() and overwritePartitions(): days 1, 2, 3 then day 2
+    again.  Spark's tables hold what plain Spark leaves; the table's name reads the runs'
+    rows, and a second job reading the tables composes down to the orders."""
+    data, spark = job.data, job.session.frames
+    days = order_days(data)[:3]
+    tables = ("t_log", "t_pos", "t_daily", "t_v2")
+    for table in tables:
+        spark.sql(f"DROP TABLE IF EXISTS spark_catalog.default.{table}")
+    try:
+        steps = []
+        for day in [*days, days[1]]:
+            ran, _ = job(TABLE_APPENDS.format(data=data), day)
+            steps += [step.name for step in ran]
+        assert steps[:3] == ["t_log_run1", "t_pos", "t_daily"]
+        assert steps[3:6] == ["t_log_run2", "t_pos_run2", "t_daily_run2"]
+        orders = f"read_parquet('{data}/orders/*.parquet')"
+        chosen = f"CAST(order_ts AS DATE) IN ('{days[0]}', '{days[1]}', '{days[2]}')"
+        log = sorted(duckdb.sql(f"SELECT order_id, status, qty FROM {orders} WHERE {chosen} UNION ALL "
+                                f"SELECT order_id, status, qty FROM {orders} WHERE CAST(order_ts AS DATE) = "
+                                f"'{days[1]}'").fetchall())
+        for table in ("t_log", "t_pos"):
+            in_spark = spark.read.table(f"spark_catalog.default.{table}")
+            assert sorted(tuple(r) for r in in_spark.collect()) == log, table
+            assert sorted(tuple(r) for r in spark.table(table).collect()) == log, table
+        assert [f.name for f in spark.read.table("spark_catalog.default.t_pos").schema] == ["id", "state", "quantity"]
+        daily = sorted(duckdb.sql(f"SELECT status, COUNT(*), CAST(order_ts AS DATE) FROM {orders} WHERE {chosen} "
+                                  f"GROUP BY ALL").fetchall())
+        for frame in (spark.read.table("spark_catalog.default.t_daily"), spark.table("t_daily")):
+            assert sorted((s, n, d) for s, n, d in frame.select("status", "n", "day").collect()) == daily
+        job("""
+            from pyspark.sql import SparkSession, functions as F
+            spark = SparkSession.builder.getOrCreate()
+            spark.table("t_log").groupBy("status").count().writeTo("t_v2").create()
+            spark.table("t_pos").where("state = 'shipped'").select("id", "quantity").writeTo("t_v2b").create()
+            spark.table("t_daily").groupBy("day").agg(F.sum("n").alias("n")).write.mode("overwrite") \\
+                .saveAsTable("per_day")
+            spark.table("t_log").where("status = 'shipped'").write.insertInto("t_log")
+            spark.table("t_daily").where("status = 'shipped'").select("status", "n", "day").write \\
+                .mode("overwrite").insertInto("t_daily")
+        """)
+        session = job.session
+        order = duckdb.sql(f"SELECT order_id FROM {orders} WHERE CAST(order_ts AS DATE) = '{days[1]}' "
+                           f"AND status = 'shipped' LIMIT 1").fetchone()[0]
+        hit = session.impact(f"orders WHERE order_id = {order}")
+        assert len(hit["t_v2"].collect()) == 1 and [str(r["day"]) for r in hit["per_day"].collect()] == [days[1]]
+        assert [r["id"] for r in hit["t_v2b"].collect()] == [order, order]  # day 2 was appended twice
+        assert {"t_log_run2", "t_log_run4", "t_log_run5", "t_pos_run2", "t_pos_run4"} <= set(hit)
+        shipped = [r for r in log if r[1] == "shipped"]
+        assert sorted(tuple(r) for r in spark.table("t_log").collect()) == sorted(log + shipped)
+        assert sorted(tuple(r) for r in spark.read.table("spark_catalog.default.t_log").collect()) == \
+            sorted(log + shipped)
+        kept = sorted((s, n, d) for s, n, d in spark.table("t_daily").select("status", "n", "day").collect())
+        assert kept == [row for row in daily if row[0] == "shipped"]
+        assert kept == sorted(tuple(r) for r in spark.read.table("spark_catalog.default.t_daily")
+                              .select("status", "n", "day").collect())
+        for call in ('spark.table("t_log").writeTo("t_log").append()',
+                     'spark.table("t_daily").writeTo("t_daily").overwritePartitions()'):
+            with pytest.raises(JobError) as refused:  # as plain Spark refuses it, before any work
+                job(f"""
+                    from pyspark.sql import SparkSession
+                    spark = SparkSession.builder.getOrCreate()
+                    {call}
+                """)
+            assert refused.value.exit_code == 1 and "cannot write into v1 table" in str(refused.value)
+        assert not session.store.exists("t_log_run6") and not session.store.exists("t_daily_run6")
+    finally:
+        for table in (*tables, "t_v2b", "per_day"):
+            spark.sql(f"DROP TABLE IF EXISTS spark_catalog.default.{table}")
+
+
+def test_written_files_have_plain_sparks_schema_nullability_included(job, engine):
+    """Columns never NULL in the job's DataFrame (a count, a coalesce, a literal, a grouping
+    key of non-null values) are ``required`` in the Parquet files, as plain Spark writes them;
+    nullable ones stay optional (issue 65).  (Not covered: a column the DataFrame's schema says
+    is nullable that Spark's optimizer finds never NULL, such as a coalesce with the cast of a
+    literal: plain Spark writes it ``required``, dltrace optional.)"""
+    import pyarrow.dataset as ds
+    from pyspark.sql import functions as F
+
+    data, out = job.data, job.data.parent / "out"
+
+    def summary(spark):
+        orders = spark.read.parquet(f"{data}/orders")
+        return orders.groupBy("status", F.lit(1).alias("one")).agg(
+            F.count("*").alias("n"), F.coalesce(F.max("qty"), F.lit(0)).alias("top"), F.max("qty").alias("most"),
+            F.lit("x").alias("label"), F.coalesce(F.max("order_ts").cast("date"), F.expr("DATE'2026-01-01'"))
+            .alias("last"), F.sum(F.lit(1.5)).alias("weight"), F.collect_list("qty").alias("qtys"),
+            F.struct(F.lit(1).alias("a"), F.max("qty").alias("b")).alias("pair"))
+
+    summary(engine).write.mode("overwrite").parquet(f"{out}/plain")
+    job(f"""
+        from pyspark.sql import SparkSession, functions as F
+        spark = SparkSession.builder.getOrCreate()
+        orders = spark.read.parquet("{data}/orders")
+        summary = orders.groupBy("status", F.lit(1).alias("one")).agg(
+            F.count("*").alias("n"), F.coalesce(F.max("qty"), F.lit(0)).alias("top"), F.max("qty").alias("most"),
+            F.lit("x").alias("label"), F.coalesce(F.max("order_ts").cast("date"), F.expr("DATE'2026-01-01'"))
+            .alias("last"), F.sum(F.lit(1.5)).alias("weight"), F.collect_list("qty").alias("qtys"),
+            F.struct(F.lit(1).alias("a"), F.max("qty").alias("b")).alias("pair"))
+        summary.write.mode("overwrite").parquet("{out}/traced")
+        summary.write.mode("overwrite").partitionBy("status").parquet("{out}/parted")
+    """)
+    plain, traced = (ds.dataset(f"{out}/{name}").schema for name in ("plain", "traced"))
+    assert [(f.name, str(f.type), f.nullable) for f in traced] == [(f.name, str(f.type), f.nullable) for f in plain]
+    assert not plain.field("n").nullable and plain.field("most").nullable  # the case is one
+    parted = ds.dataset(f"{out}/parted", partitioning="hive").schema
+    assert [(f.name, f.nullable) for f in parted if f.name != "status"] == \
+        [(f.name, f.nullable) for f in plain if f.name != "status"]
+    assert sorted(map(str, engine.read.parquet(f"{out}/traced").collect())) == \
+        sorted(map(str, engine.read.parquet(f"{out}/plain").collect()))

@@ -242,6 +242,17 @@ def test_a_reshaping_program_keeps_its_rows(frames, name):
     assert values_bag(frames.trace(frame).collect()) == values_bag(frame.collect())
 
 
+def test_a_struct_names_its_fields_as_spark_does(frames):
+    """``F.struct(col.alias("k"), F.lit(1), "r_name")``: fields k, col2, r_name (issue 65: the
+    aliases were dropped and the fields named col1, col2, ... in what dltrace saved and wrote)."""
+    from pyspark.sql import functions as F
+
+    region = frames.frames.table("region")
+    frame = region.select("r_name", F.struct(F.col("r_regionkey").alias("k"), F.lit(1), "r_name").alias("s"))
+    assert [f.name for f in frame.schema["s"].dataType.fields] == ["k", "col2", "r_name"]
+    assert frames.trace(frame).drop("DL").schema == frame.schema
+
+
 @pytest.mark.parametrize("name", PROGRAMS)
 def test_a_program_has_the_lineage_of_its_sql(frames, name):
     frame, sql = programs(frames.frames)[name]

@@ -168,7 +168,7 @@ def test_refusals_name_the_line_and_do_no_work(job):
     """)  # orders registered in place
     cases = {
         f'spark.read.text("{data}/customers.csv")': "text files",
-        'spark.table("x").write.insertInto("x")': "insertInto",
+        'spark.table("x").write.insertInto("x")': "no table x",
         f'spark.table("x").write.parquet("{data}/customers.csv")': "already exists",
         f'spark.table("x").write.mode("overwrite").parquet("{data}/orders")': "registered in place",
         'spark.read.format("jdbc").option("url", "jdbc:x").load()': "without a path",

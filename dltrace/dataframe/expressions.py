@@ -327,6 +327,10 @@ class ExpressionTranslator:
             return exp.Anonymous(this=lowered, expressions=[left, right])
         if lowered == "count" and len(arguments) == 1 and arguments[0].WhichOneof("expr_type") == "unresolved_star":
             return exp.Count(this=exp.Star())
+        if lowered == "struct":  # an argument's alias names its field: STRUCT(1 AS a), as Spark names it
+            return exp.Struct(expressions=[
+                exp.PropertyEQ(this=exp.to_identifier(argument.alias.name[-1]), expression=self(argument.alias.expr))
+                if argument.WhichOneof("expr_type") == "alias" else self(argument) for argument in arguments])
         args = self.many(arguments)
         if distinct:
             args = [exp.Distinct(expressions=args)]

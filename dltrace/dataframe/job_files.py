@@ -27,16 +27,22 @@ import shutil
 import time
 from dataclasses import asdict, dataclass, field
 
+from sqlglot import exp
+
 from dltrace.errors import BadInput, UnsupportedLineage
 from dltrace.json_store import JsonStore
 from dltrace.registration import Reader, source_fingerprint
 from dltrace.storage import Location, location
-from dltrace.table_data import spark_uri_key
+from dltrace.table_data import backquoted, spark_uri_key
 from dltrace.views import owners_of
 
 DIRECTORY = "written"
 FILE_FORMATS = ("parquet", "csv", "json", "orc", "delta")
 SELF_DESCRIBING = ("parquet", "orc", "delta")  # files that read back with their columns' types
+# a literal of each atomic type, never NULL (``nullable_as``)
+NEVER_NULL = {"tinyint": "0Y", "smallint": "0S", "int": "0", "bigint": "0L", "float": "CAST(0 AS FLOAT)",
+              "double": "0D", "string": "''", "binary": "X''", "boolean": "false", "date": "DATE'1970-01-01'",
+              "timestamp": "TIMESTAMP'1970-01-01 00:00:00'", "timestamp_ntz": "TIMESTAMP_NTZ'1970-01-01 00:00:00'"}
 
 
 @dataclass
@@ -252,12 +258,58 @@ def drop_runs(lineage, runs: list[Run]) -> None:
     """The saved results of ``runs``, whose rows the files no longer hold."""
     for run in runs:
         if lineage.store.exists(run.result):
-            lineage.store.drop(run.result)
+            lineage.drop_result(run.result)
 
 
-def saved_rows(lineage, spark, name: str):
-    """Saved result ``name``'s query columns in its own row order, as a DataFrame of ``spark``."""
-    return spark.sql(lineage.store.ordered_sql(lineage.store.get(name)))
+def saved_rows(lineage, spark, name: str, schema=None):
+    """Saved result ``name``'s query columns in its own row order, as a DataFrame of ``spark``;
+    with the job's ``schema``, its columns that are never NULL there are NOT NULL here too."""
+    rows = spark.sql(lineage.store.ordered_sql(lineage.store.get(name)))
+    return rows if schema is None else nullable_as(rows, schema)
+
+
+def nullable_as(rows, schema):
+    """``rows`` (read back from a save: every column and element nullable) with the
+    nullability of the job's ``schema``, so that Spark writes the files as plain Spark writes
+    the job's own DataFrame (``required`` where never NULL)."""
+    columns, changed = [], False
+    for written in schema.fields:
+        sql = with_nullability(backquoted(written.name), written.dataType, written.nullable, 0)
+        columns.append(f"{sql or backquoted(written.name)} AS {backquoted(written.name)}")
+        changed = changed or sql is not None
+    return rows.selectExpr(*columns) if changed else rows
+
+
+def with_nullability(sql: str, kind, nullable: bool, depth: int) -> str | None:
+    """SQL of value ``sql`` whose type says of NULLs what ``kind`` and ``nullable`` say (a
+    ``coalesce`` with a literal where never NULL: it never applies; elements and fields
+    alike); None when ``sql`` already does (nullable all through) or cannot (a map).
+
+    >>> from pyspark.sql.types import ArrayType, IntegerType
+    >>> with_nullability("`q`", ArrayType(IntegerType(), False), False, 0)
+    'coalesce(transform(`q`, x0 -> coalesce(x0, 0)), array())'
+    """
+    from pyspark.sql.types import ArrayType, StructType
+
+    inner = None
+    if isinstance(kind, ArrayType):
+        element = with_nullability(f"x{depth}", kind.elementType, kind.containsNull, depth + 1)
+        inner = f"transform({sql}, x{depth} -> {element})" if element else None
+    elif isinstance(kind, StructType):
+        fields = [with_nullability(f"{sql}.{backquoted(field.name)}", field.dataType, field.nullable, depth)
+                  for field in kind.fields]
+        if any(fields) or not nullable:
+            pairs = ", ".join(f"{exp.Literal.string(field.name).sql('spark')}, "
+                              f"{value or f'{sql}.{backquoted(field.name)}'}"
+                              for field, value in zip(kind.fields, fields))
+            inner = f"named_struct({pairs})"
+            return f"IF({sql} IS NULL, NULL, {inner})" if nullable else inner  # named_struct is never NULL
+    if nullable:
+        return inner
+    simple = kind.simpleString()
+    never = "array()" if isinstance(kind, ArrayType) else NEVER_NULL.get(simple) or (
+        f"{0:.{kind.scale}f}BD" if simple.startswith("decimal") else None)
+    return f"coalesce({inner or sql}, {never})" if never else inner
 
 
 def record_write(lineage, name: str, path: str, fmt: str, mode: str | None, partition_by: list[str],

@@ -6,10 +6,11 @@ so ``count()``, ``show()``, ``collect()``, ``cache()``, temporary views and ``sp
 work before and after any save, with Spark's own results.  Connect's readers and writers
 are wrapped for the run (``io_as_steps``): a read of files registers them as a source and a
 write (``saveAsTable``, ``writeTo``, a path) is a saved step whose rows are then written where
-the job writes them (dltrace/dataframe/job_files.py).  What cannot be traced (an append,
-``insertInto``, an unknown format) is refused before any Spark work of that step, naming the
-script line.  A ``Decimal`` literal is typed as ``spark-submit`` (classic Spark) types it, not
-as Connect's client does (``decimal(2,1)`` for ``Decimal("7.0")``, not ``decimal(10,1)``).
+the job writes them (dltrace/dataframe/job_files.py); a write that adds to a table (an
+append, ``insertInto``, ``overwritePartitions``) is a run of its own (table_runs.py).  What
+cannot be traced (an unknown format, an overwrite by a condition) is refused before any Spark
+work of that step, naming the script line.  A ``Decimal`` literal is typed as ``spark-submit``
+(classic Spark) types it, not as Connect's client does (``decimal(2,1)`` for ``Decimal("7.0")``, not ``decimal(10,1)``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from dltrace.dataframe import job_files
+from dltrace.dataframe import job_files, table_runs
 from dltrace.dataframe.expressions import decimal_digits
 from dltrace.dataframe.read_back import read_back
 from dltrace.errors import BadInput, DltraceError, UnsupportedLineage
@@ -34,7 +35,6 @@ from dltrace.spark import session_conf
 REPLACING_MODES = {"overwrite": "replace", "error": "create", "errorifexists": "create", "default": "create",
                    "ignore": "ignore"}
 MAX_DECIMAL_PRECISION = 38
-V2_REFUSED = ("append", "overwrite", "overwritePartitions")
 
 
 @dataclass
@@ -102,8 +102,7 @@ class JobRun:
         """``saveAsTable(name)``: a saved step (named after the table), then Spark's table of its rows."""
         action = REPLACING_MODES.get((mode or "error").lower())
         if action is None:
-            raise UnsupportedLineage(f"saveAsTable({name!r}, mode={mode!r}): a result with lineage is saved whole; "
-                                     f"use mode 'overwrite' (or the default) to save it as a step")
+            raise BadInput(f"saveAsTable({name!r}): unknown save mode '{mode}'")
         spark, result = frame._session, name.split(".")[-1].lower()
         table = job_files.in_spark_catalog(spark, name)  # not the temporary view of the result
         job_files.check_result_of(self.lineage, result, name.lower())
@@ -116,9 +115,11 @@ class JobRun:
         if exists and action == "ignore":
             self.say(f"line {self.line()}: table {name} exists (mode 'ignore'): nothing written")
             return
+        record = job_files.WrittenStore(self.lineage.catalog).at(name.lower())
+        table_runs.drop_runs_view(self.lineage, result)  # appended runs before: this write replaces them
         step = self.saved(frame, result)
         job_files.clear_own_table_location(self.lineage, spark, name, table)
-        writer = job_files.saved_rows(self.lineage, spark, step.name).write.mode("overwrite")
+        writer = job_files.saved_rows(self.lineage, spark, step.name, frame.schema).write.mode("overwrite")
         if fmt:
             writer = writer.format(fmt)
         if partition_by:
@@ -128,7 +129,12 @@ class JobRun:
         files = job_files.files_now(job_files.job_location(directory, "table"), fmt or "parquet") if directory else None
         job_files.record_write(self.lineage, step.name, name.lower(), fmt or "parquet", mode, partition_by, {},
                                directory, files)
+        if record is not None and record.runs:
+            job_files.drop_runs(self.lineage, [run for run in record.run_list() if run.result != step.name])
         self.done(step)
+
+    def add_to_table(self, frame, write: table_runs.TableWrite) -> None:
+        table_runs.add_to_table(self, frame, write)
 
     def save_path(self, writer, path: str | None) -> None:
         """A write to ``path``: a saved step named after it, then its rows written there."""
@@ -167,7 +173,7 @@ class JobRun:
         number = written.next_run() if earlier else 1
         run = job_files.run_name(self.lineage, name, number) if earlier else name
         step = self.saved(frame, run)
-        rows = job_files.saved_rows(self.lineage, writer._spark, run)
+        rows = job_files.saved_rows(self.lineage, writer._spark, run, frame.schema)
         out = rows.write.format(fmt).mode("append" if mode == "append" else "overwrite").options(**settings.options)
         if partition_by:
             out = out.partitionBy(*partition_by)
@@ -326,7 +332,7 @@ def io_as_steps(job: JobRun) -> Iterator[None]:
     """Connect's readers and writers, for the ``with`` block: file reads are sources, writes
     saved steps (``JobRun``); other sinks are refused.  dltrace's own reads and writes inside
     a step use Connect's methods as they were."""
-    from pyspark.sql.connect.readwriter import DataFrameReader, DataFrameWriter, DataFrameWriterV2
+    from pyspark.sql.connect.readwriter import DataFrameReader, DataFrameWriter
 
     def own(call: Callable) -> Callable:
         def with_originals(*args, **kwargs):
@@ -349,32 +355,9 @@ def io_as_steps(job: JobRun) -> Iterator[None]:
             writer.format(format)
         own(job.save_path)(writer, path)
 
-    def save_as_table(writer, name, format=None, mode=None, partitionBy=None, **options):
-        settings = writer._write
-        if options or settings.options or settings.bucket_cols or settings.sort_cols or settings.clustering_cols:
-            refuse_table_settings(f"saveAsTable({name!r})")
-        partition_by = [partitionBy] if isinstance(partitionBy, str) else list(partitionBy or
-                                                                               settings.partitioning_cols)
-        own(job.save_table)(connect_frame(writer._df, writer._spark), name, mode or settings.mode,
-                            format or settings.source, partition_by)
-
-    def v2(mode: str) -> Callable:
-        def write(writer) -> None:
-            settings = writer._write
-            if settings.partitioning_columns or settings.options or settings.table_properties \
-                    or settings.clustering_columns:
-                refuse_table_settings(f"writeTo({writer._table_name!r})")
-            own(job.save_table)(connect_frame(writer._df, writer._spark), writer._table_name, mode,
-                                writer._write.provider, [])
-        return write
-
-    patches = {(DataFrameReader, "load"): load, (DataFrameWriter, "save"): save,
-               (DataFrameWriter, "saveAsTable"): save_as_table,
-               (DataFrameWriter, "insertInto"): refuse("DataFrameWriter.insertInto (an append to a table)"),
-               **{(DataFrameWriterV2, m): refuse(f"DataFrameWriterV2.{m}") for m in V2_REFUSED},
-               (DataFrameWriterV2, "create"): v2("error"), (DataFrameWriterV2, "replace"): v2("overwrite"),
-               (DataFrameWriterV2, "createOrReplace"): v2("overwrite")}
-    earlier = {key: getattr(*key) for key in patches}
+    earlier: dict = {}  # Connect's own methods, filled before any patched one runs
+    patches = {(DataFrameReader, "load"): load, (DataFrameWriter, "save"): save, **table_writes(job, own, earlier)}
+    earlier.update({key: getattr(*key) for key in patches})
     job.originals = {"save": earlier[DataFrameWriter, "save"], "saveAsTable": earlier[DataFrameWriter, "saveAsTable"]}
     restore(patches)
     try:
@@ -383,17 +366,52 @@ def io_as_steps(job: JobRun) -> Iterator[None]:
         restore(earlier)
 
 
-def refuse_table_settings(call: str) -> None:
-    raise UnsupportedLineage(f"{call} with options, partitioning (writeTo), bucketBy, sortBy, clusterBy or table "
-                             f"properties: dltrace writes tables with Spark's defaults")
+def table_writes(job: JobRun, own: Callable, earlier: dict) -> dict:
+    """The patches of Connect's writes to tables: ``saveAsTable``, ``insertInto`` and ``writeTo``'s."""
+    from pyspark.sql.connect.readwriter import DataFrameWriter, DataFrameWriterV2
 
+    def save_as_table(writer, name, format=None, mode=None, partitionBy=None, **options):
+        settings = writer._write
+        if options or settings.options or settings.bucket_cols or settings.sort_cols or settings.clustering_cols:
+            table_runs.refuse_table_settings(f"saveAsTable({name!r})")
+        partition_by = [partitionBy] if isinstance(partitionBy, str) else list(partitionBy or
+                                                                               settings.partitioning_cols)
+        frame, mode, fmt = connect_frame(writer._df, writer._spark), mode or settings.mode, format or settings.source
+        if (mode or "").lower() == "append":
+            own(job.add_to_table)(frame, table_runs.appended(name, fmt, partition_by,
+                                                             earlier[DataFrameWriter, "saveAsTable"]))
+        else:
+            own(job.save_table)(frame, name, mode, fmt, partition_by)
 
-def refuse(what: str) -> Callable:
-    """A writer's method refused: an append of rows to what exists."""
-    def refused(*args, **kwargs):
-        raise UnsupportedLineage(f"{what}: a result with lineage is saved whole: write it with "
-                                 f"saveAsTable or to a path in mode 'overwrite'")
-    return refused
+    def insert_into(writer, tableName, overwrite=None):
+        own(job.add_to_table)(connect_frame(writer._df, writer._spark),
+                              table_runs.inserted(writer, tableName, overwrite, earlier[DataFrameWriter, "insertInto"]))
+
+    def v2(mode: str) -> Callable:
+        def write(writer) -> None:
+            settings = writer._write
+            if settings.partitioning_columns or settings.options or settings.table_properties \
+                    or settings.clustering_columns:
+                table_runs.refuse_table_settings(f"writeTo({writer._table_name!r})")
+            own(job.save_table)(connect_frame(writer._df, writer._spark), writer._table_name, mode,
+                                writer._write.provider, [])
+        return write
+
+    def v2_adding(method: str) -> Callable:
+        def write(writer) -> None:
+            own(job.add_to_table)(connect_frame(writer._df, writer._spark),
+                                  table_runs.added_by_v2(writer, method, earlier[DataFrameWriterV2, method]))
+        return write
+
+    def v2_overwrite(writer, condition) -> None:
+        table_runs.refuse_condition(f"writeTo({writer._table_name!r}).overwrite(condition)")
+
+    return {(DataFrameWriter, "saveAsTable"): save_as_table, (DataFrameWriter, "insertInto"): insert_into,
+            (DataFrameWriterV2, "append"): v2_adding("append"),
+            (DataFrameWriterV2, "overwritePartitions"): v2_adding("overwritePartitions"),
+            (DataFrameWriterV2, "overwrite"): v2_overwrite,
+            (DataFrameWriterV2, "create"): v2("error"), (DataFrameWriterV2, "replace"): v2("overwrite"),
+            (DataFrameWriterV2, "createOrReplace"): v2("overwrite")}
 
 
 def restore(methods: dict) -> None:
