@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import operator
 import os
 import posixpath
 import re
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
-from functools import reduce
 from pathlib import PurePosixPath
 
 from dltrace import faults
@@ -28,7 +26,7 @@ from dltrace.errors import BadInput, CatalogError
 from dltrace.ids import make_id
 from dltrace.recovery import WRITER_FILE, temporary_name, writer
 from dltrace.storage import Location, glob, is_glob, location
-from dltrace.table_data import file_records, listed_files, unchanged_files
+from dltrace.table_data import file_records, listed_files, previous_ids, unchanged_files
 
 FORMATS = ("parquet", "csv", "json", "orc")
 
@@ -346,7 +344,8 @@ def _register_copy(spark, catalog: Catalog, new: Registration, frame, columns: l
 
     previous = new.previous
     staged = _in_source_order(frame, F)
-    matched = _match_previous(catalog, previous, staged, new.key, new.schema, F) if previous else None
+    matched = previous_ids(catalog.directory / previous.path, previous, staged, new.key, new.schema) \
+        if previous else None
     fresh = staged if matched is None else matched.where(F.col("__old").isNull()).drop("__old")
     first_new_id = make_id(code, new.first_row)
     table, cached, _ = with_positions(
@@ -447,25 +446,6 @@ def _in_source_order(frame, F):
         file.alias("__file"),
         F.monotonically_increasing_id().alias("__pos"),
     )
-
-
-def _match_previous(catalog: Catalog, previous: TableEntry, staged, key: list[str] | None, schema: dict[str, str], F):
-    """``staged`` plus ``__old``: the id the row had in the previous version if it is unchanged
-    there (a row with the same key and null-safely equal values in every column), else NULL.
-
-    None when rows cannot be matched (no key, another key or schema than before, or the old
-    data is gone): then every row is new.  Keys are unique in both versions, so a row
-    matches at most one old row.
-    """
-    old_path = catalog.directory / previous.path
-    if not key or previous.key != key or previous.schema != schema or not old_path.exists():
-        return None
-    columns = list(schema)
-    old = staged.sparkSession.read.parquet(str(old_path)).select(
-        *[quoted(c).alias(f"__o{i}") for i, c in enumerate(columns)], F.col(ID_COLUMN).alias("__old")
-    )
-    same_row = reduce(operator.and_, [quoted(c).eqNullSafe(F.col(f"__o{i}")) for i, c in enumerate(columns)])
-    return staged.join(old, same_row, "left").select(*map(quoted, staged.columns), "__old")
 
 
 def with_positions(ordered, name: str, start: int = 0):

@@ -259,3 +259,36 @@ def read_parquet(spark, path: Location, schema: dict[str, str] | None = None):
     if schema:
         reader = reader.schema(", ".join(f"{backquoted(name)} {kind}" for name, kind in schema.items()))
     return reader.parquet(str(path))
+
+
+def previous_ids(old_path: Location, previous, staged, key: list[str] | None, schema: dict[str, str]):
+    """``staged`` (a revision of copied table ``previous``, its rows in source order by
+    ``__file``, ``__pos``) plus ``__old``: the id the row had in the previous version if it is
+    unchanged there, else NULL.  With a key: the row with the same key and null-safely equal
+    values in every column (keys are unique in both versions).  Without one: the n-th of the
+    rows equal in every column, in source order, is the n-th of them in the previous version
+    (a CSV rewritten each day with rows added keeps the ids of the rows it had).
+
+    None when rows cannot be matched (another key or schema than before, or the old data is
+    gone): then every row is new.
+    """
+    from functools import reduce
+    from operator import and_
+
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    if previous.key != key or previous.schema != schema or not old_path.exists():
+        return None
+    columns = list(schema)
+    old = staged.sparkSession.read.parquet(str(old_path)).select(
+        *[F.col(backquoted(c)).alias(f"__o{i}") for i, c in enumerate(columns)], F.col(ID_COLUMN).alias("__old"))
+    same_row = [F.col(backquoted(c)).eqNullSafe(F.col(f"__o{i}")) for i, c in enumerate(columns)]
+    if not key:  # equal rows paired by their occurrence in each version
+        old = old.withColumn("__on", F.row_number().over(
+            Window.partitionBy(*[f"__o{i}" for i in range(len(columns))]).orderBy("__old")))
+        staged = staged.withColumn("__n", F.row_number().over(
+            Window.partitionBy(*[F.col(backquoted(c)) for c in columns]).orderBy("__file", "__pos")))
+        same_row.append(F.col("__n") == F.col("__on"))
+    return staged.join(old, reduce(and_, same_row), "left").select(
+        *[F.col(backquoted(c)) for c in staged.columns if c != "__n"], "__old")

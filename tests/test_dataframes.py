@@ -462,17 +462,23 @@ def test_a_pyspark_job_saves_its_steps_with_the_sql_pipelines_lineage(job_catalo
            {n: r.count() for n, r in sql_side.impact(source).items()}
 
 
-def test_a_refused_sink_in_a_job_is_one_line_and_saves_nothing(job_catalogs, tmp_path):
-    _, job_side, _, _ = job_catalogs
+def test_an_append_to_a_table_is_a_run_in_every_process(job_catalogs, tmp_path):
+    """The job appending to natrev2 run twice, each ``dltrace run`` a process (and a JVM) of
+    its own: Spark's in-memory catalog forgot the table, dltrace's record of it defines it
+    again; each run is a saved result with the SQL pipeline's lineage, the name the union."""
+    sql_side, job_side, _, _ = job_catalogs
     script = tmp_path / "append.py"
     script.write_text(JOB.replace('mode("overwrite").saveAsTable("natrev")', 'mode("append").saveAsTable("natrev2")')
                       .replace('saveAsTable("custrev")', 'saveAsTable("custrev2")')
                       .replace('spark.table("custrev")', 'spark.table("custrev2")'))
-    done = dltrace_cli("run", str(script), catalog=job_side.catalog.directory)
-    assert done.returncode == 2, done.stderr
-    assert len(done.stderr.strip().splitlines()[-1:]) == 1 and "append" in done.stderr
-    assert "line 10" in done.stderr  # the script's line that wrote it
-    assert "natrev2" not in {r.name for r in job_side.results()}
+    for run in (1, 2):
+        done = dltrace_cli("run", str(script), catalog=job_side.catalog.directory)
+        assert done.returncode == 0 and f"saved result natrev2_run{run}" in done.stderr, done.stderr
+    assert saved_bag(job_side, "natrev2_run2") == saved_bag(job_side, "natrev2_run1") == saved_bag(sql_side, "natrev")
+    both = job_side.sql("SELECT n_name, revenue FROM natrev2").collect()
+    assert len(both) == 2 * sql_side.result("natrev").count()
+    hit = job_side.impact("orders WHERE o_orderkey = 1")
+    assert hit["natrev2_run1"].count() == hit["natrev2_run2"].count() == 1
 
 
 @pytest.mark.heavy  # a Spark Connect server's JVM and the job's

@@ -322,16 +322,25 @@ def test_explain_reads_the_version_the_result_was_computed_from(revised):
     assert store_row.city == "Albany" and store_row.s_id == 2
 
 
-def test_revision_without_a_key_gives_every_row_a_new_id(spark, tmp_path):
+def test_revision_without_a_key_keeps_the_ids_of_equal_rows(spark, tmp_path):
+    """Without a key a row equal in every column to one of the previous version keeps its id
+    (the n-th of equal rows the n-th of them before); a changed row is a new one."""
     session = LineageSession(tmp_path / "catalog", spark=spark)
-    first = session.register("item", PAPER / "item.csv")
-    old = {r._dl_id for r in session.run("select _dl_id from item").collect()}
+    session.register("item", PAPER / "item.csv")
+    ids = {tuple(r[1:]): r[0] for r in session.run("select _dl_id, * from item").collect()}
     copy = tmp_path / "item.csv"
     copy.write_text((PAPER / "item.csv").read_text())
-    second = session.register("item", copy)
-    new = {r._dl_id for r in session.run("select _dl_id from item").collect()}
-    assert not old & new and second.changes == {"unchanged": 0, "new": 5, "removed": 5}
-    assert min(split_id(i)[1] for i in new) == first.next_row
+    again = session.register("item", copy)  # the same rows: the same ids, no new data version
+    assert again.changes["unchanged"] == 5 and again.version == 1
+    header, first, *rest = (PAPER / "item.csv").read_text().splitlines()
+    changed = first.replace(first.split(",")[-1], "999")
+    copy.write_text("\n".join([header, changed, *rest, rest[0], rest[0]]) + "\n")  # rest[0] now three times
+    revised = session.register("item", copy)
+    assert revised.changes == {"unchanged": 4, "new": 3, "removed": 1}
+    rows = session.run("select _dl_id, * from item").collect()
+    kept = [r[0] for r in rows if ids.get(tuple(r[1:])) == r[0]]
+    assert len(kept) == 4 and len({r[0] for r in rows}) == 7
+    assert min(split_id(r[0])[1] for r in rows if r[0] not in kept) == again.next_row
 
 
 # --- bad input (docs/errors.md) ---------------------------------------------------------------

@@ -3,7 +3,8 @@
     spark-submit daily_report.py OUT      # plain Spark
     dltrace run daily_report.py OUT       # lineage composes through OUT/daily_revenue
 
-Revenue per country over all days so far, and the top category per country.
+Revenue per country over all days so far, the top category per country, and the users and
+orders per country from the table ``user_days`` the daily job appends to.
 """
 
 import sys
@@ -22,6 +23,9 @@ def main(out: str) -> None:
     rank = F.row_number().over(Window.partitionBy("country").orderBy(F.desc("revenue"), "category"))
     by_category.withColumn("rank", rank).where("rank = 1").drop("rank") \
         .write.mode("overwrite").parquet(f"{out}/top_category")
+    users = spark.table("user_days").groupBy("country").agg(F.countDistinct("user_id").alias("users"),
+                                                            F.sum("orders").alias("orders"))
+    users.write.mode("overwrite").parquet(f"{out}/country_users")
 
 
 if __name__ == "__main__":
