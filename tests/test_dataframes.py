@@ -253,6 +253,28 @@ def test_a_struct_names_its_fields_as_spark_does(frames):
     assert frames.trace(frame).drop("DL").schema == frame.schema
 
 
+def test_union_by_name_matches_nested_fields_by_name_as_spark_does(frames):
+    """``unionByName`` of structs (and arrays of structs) whose fields come in another order,
+    and with ``allowMissingColumns`` a field only one side has (issue 65: refused with
+    INCOMPATIBLE_COLUMN_TYPE): Spark's rows and types, each row's lineage its region row."""
+    from pyspark.sql import functions as F
+
+    region = frames.frames.table("region")
+    key, name = F.col("r_regionkey"), F.col("r_name")
+    first = region.select(key, F.array(F.struct(name.alias("sku"), F.lit(1).alias("qty"), F.lit(2.0).alias("price")))
+                          .alias("items"), F.struct(F.lit(1).alias("x"), key.alias("y")).alias("s"))
+    other = region.select(key, F.array(F.struct(F.lit(3.0).alias("price"), key.alias("qty"), name.alias("sku")))
+                          .alias("items"), F.struct(key.alias("y"), F.lit(6).alias("x")).alias("s"))
+    fewer = region.select(key, F.array(F.struct(F.lit(3.0).alias("price"), name.alias("sku"))).alias("items"),
+                          F.struct(F.lit(5).alias("y"), F.lit("z").alias("z")).alias("s"))
+    for union in (first.unionByName(other), first.unionByName(fewer, allowMissingColumns=True)):
+        traced = frames.trace(union)
+        assert traced.drop("DL").schema.simpleString() == union.schema.simpleString()
+        assert sorted(map(str, traced.drop("DL").collect())) == sorted(map(str, union.collect()))
+        ids = {r.r_regionkey: r._dl_id for r in frames.run("SELECT r_regionkey, _dl_id FROM region").collect()}
+        assert all(list(r.DL) == [ids[r.r_regionkey]] for r in traced.collect())
+
+
 @pytest.mark.parametrize("name", PROGRAMS)
 def test_a_program_has_the_lineage_of_its_sql(frames, name):
     frame, sql = programs(frames.frames)[name]

@@ -4,9 +4,9 @@
 
 The daily job (``dltrace/examples/daily_job.py``: a partitioned events folder that gains a
 day per run, a users CSV that gains versions, an append to ``orders_log``, inserts into the
-table ``user_days`` and a dynamic partition overwrite of ``daily_revenue``) over files ``dltrace.examples.daily_data`` writes,
-``--events`` events a day.  Each day the day's files are written, then the job runs as a
-whole process twice, in turn: plain (classic Spark, as ``spark-submit``) and under
+table ``user_days`` and a dynamic partition overwrite of ``daily_revenue``) over files
+``dltrace.examples.daily_data`` writes, ``--events`` events a day.  Each day the day's files
+are written, then the job runs as a whole process twice, in turn: plain (classic Spark, as ``spark-submit``) and under
 ``dltrace run`` over one catalog that keeps every run before.  Per day: wall seconds of each
 and their ratio; the figures are run N over run 1, plain and traced (registration, planning
 and the save must not grow with the runs before).  Written to ``--out`` as ``daily.md``.

@@ -72,9 +72,10 @@ class Written:
 
 @dataclass
 class Run:
-    """One run's write to a path: the saved result of its rows, when, the partitions it wrote
-    (each as ``to_json(struct(partition columns))``; None unpartitioned), and whether it
-    replaced them (a dynamic partition overwrite: earlier runs' rows there are gone)."""
+    """One run's write to a path or table: the saved result of its rows, when, the partitions
+    it wrote (each as ``partition_key``: ``to_json(array(values as text))``; None
+    unpartitioned), and whether it replaced them (a dynamic partition overwrite: earlier runs'
+    rows there are gone)."""
 
     result: str
     written_at: float

@@ -29,6 +29,7 @@ from dltrace.dataframe.expressions import split_identifier
 from dltrace.dataframe.generators import select_generating
 from dltrace.dataframe.local_rows import local_rows, range_rows
 from dltrace.dataframe.missing import drop_na, fill_na
+from dltrace.dataframe.nested_union import aligned_items
 from dltrace.dataframe.reshape import pivot_rows, unpivot_rows
 from dltrace.dataframe.scope import SIMPLE_NAME, Column, Frame, Scope, unique_name
 from dltrace.dataframe.temp_views import TempView, temp_view, with_temp_views
@@ -395,7 +396,9 @@ class PlanTranslator:
                 extra = [(ref, c) for ref, c in right_items if c.name.lower() not in names]
                 left_items = left_items + [(exp.Null(), c) for _, c in extra]
                 ordered += extra
-            right_items = ordered
+            types = [{name.lower(): kind for name, kind in self.catalog.schema_of(side)}
+                     for side in (set_op.left_input, set_op.right_input)]
+            left_items, right_items = aligned_items(*types, left_items, ordered, set_op.allow_missing_columns)
         elif len(left_items) != len(right_items):
             raise BadInput(f"DataFrame: a set operation of {len(left_items)} and {len(right_items)} columns: "
                            f"both sides need the same number")
