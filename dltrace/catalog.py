@@ -20,6 +20,7 @@ entry's ``previous``): saved results' lineage may name their ids.
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import random
@@ -216,6 +217,10 @@ class Catalog:
         try:
             return self.tables[name.lower()]
         except KeyError:
+            close = difflib.get_close_matches(name.lower(), list(self.tables), n=1)
+            if close:
+                raise UnknownTable(f"table '{name}' is not registered in catalog {self.directory} (did you mean "
+                                   f"{close[0]}?)") from None
             raise UnknownTable(
                 f"table '{name}' is not registered in catalog {self.directory}: "
                 f"run `dltrace register {name} PATH` first, or choose the catalog with --catalog DIR"

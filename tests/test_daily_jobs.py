@@ -34,7 +34,7 @@ def order_days(data) -> list[str]:
         f"SELECT DISTINCT CAST(order_ts AS DATE) FROM read_parquet('{data}/orders/*.parquet') ORDER BY 1").fetchall()]
 
 
-def test_a_folder_of_written_runs_read_whole_composes(job):
+def test_a_folder_of_written_runs_read_whole_composes(job, capsys):
     """The trial's case: one job writes out/daily_summary/run=D1 and run=D2, a second job reads
     out/daily_summary: its rows are plain Spark's, and impact from an order reaches it."""
     data, out = job.data, job.data.parent / "out"
@@ -58,6 +58,11 @@ def test_a_folder_of_written_runs_read_whole_composes(job):
                        f"WHERE CAST(order_ts AS DATE) = DATE '{second}' LIMIT 1").fetchone()[0]
     hit = job.session.impact(f"orders WHERE order_id = {order}", result="orders_per_run").collect()
     assert [str(r["run"]) for r in hit] == [second]
+    from dltrace.commands.register import say_if_written
+
+    capsys.readouterr()
+    say_if_written(job.session, str(out / "daily_summary"))  # `dltrace register` of it says lineage stops there
+    assert "holds what a job wrote under dltrace run" in capsys.readouterr().err
 
 
 def test_every_form_of_reading_written_files_back_composes(job):

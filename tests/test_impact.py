@@ -363,6 +363,8 @@ def paper_result(paper) -> str:
         (["impact", "--source", "store WHERE item.i_id = 1", "--result", "by_city"], "only use columns of store"),
         (["impact", "--source", "store s_id = 1", "--result", "by_city"], "--source must be"),
         (["impact", "--source", "nope WHERE x = 1", "--result", "by_city"], "dltrace register nope"),
+        (["impact", "--source", "stor WHERE x = 1", "--result", "by_city"], "(did you mean store?)"),
+        (["impact", "--source", "store WHERE s_di = 1", "--result", "by_city"], "(did you mean s_id? It has"),
         (["impact", "--source", "store@v9 WHERE s_id = 1", "--result", "by_city"], "no data version v9"),
         (["impact", "--source", "store WHERE s_id = 'x'", "--result", "by_city"], "--source store WHERE"),
         (["impact", "--source", "store WHERE s_id = 'x'", "--query", STORE_QUERY], "CAST_INVALID_INPUT"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from dltrace.commands.common import Parents, columns_list, open_session
 from dltrace.commands.tables import id_range
@@ -38,7 +39,10 @@ def add_parser(commands, parents: Parents) -> None:
 def run(args: argparse.Namespace) -> int:
     if (args.path is None) == (args.table is None):
         raise BadInput("register takes a PATH or --table [DB.]TABLE (a table of the Spark catalog), one of them")
-    entry = open_session(args).register(
+    session = open_session(args)
+    if args.path is not None:
+        say_if_written(session, args.path)
+    entry = session.register(
         args.name,
         args.path,
         columns_list(args.key),
@@ -58,3 +62,17 @@ def run(args: argparse.Namespace) -> int:
             f"{entry.changes['new']} new or changed (new ids), {entry.changes['removed']} gone"
         )
     return 0
+
+
+def say_if_written(session, path: str) -> None:
+    """One line on stderr when ``path`` holds files a job wrote under ``dltrace run``: as a
+    registered source its rows' lineage stops there, where a job's read of it composes."""
+    from dltrace.dataframe.job_files import job_location
+    from dltrace.dataframe.read_back import overlapping
+
+    written = overlapping(session, [str(job_location(path, "source"))])
+    if written:
+        steps = ", ".join(f"{record.path} (step {record.name})" for record in written)
+        print(f"dltrace: warning: {path} holds what a job wrote under dltrace run, {steps}: registered as a "
+              f"source, lineage stops at its rows (a job's spark.read of it composes down to the base rows)",
+              file=sys.stderr)

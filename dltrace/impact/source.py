@@ -8,6 +8,7 @@ row can also be named by its id: ``orders@v1 WHERE _dl_id = 281474976710698``.
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass
 
@@ -77,7 +78,9 @@ def checked_predicate(text: str, table: str, columns: list[str], label: str) -> 
                 f"{label}: the predicate can only use columns of {table}, not {column.sql(dialect='spark')}"
             )
         if column.name.lower() not in known:
-            raise UnknownColumn(f"{label}: {table} has no column {column.name} (it has {', '.join(columns)})")
+            close = difflib.get_close_matches(column.name.lower(), sorted(known), n=1)
+            hint = f"did you mean {close[0]}? It has {', '.join(columns)}" if close else f"it has {', '.join(columns)}"
+            raise UnknownColumn(f"{label}: {table} has no column {column.name} ({hint})")
     return predicate
 
 
