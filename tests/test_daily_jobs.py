@@ -496,6 +496,8 @@ TABLE_APPENDS = """
     orders = spark.read.parquet("{data}/orders").withColumn("day", F.to_date("order_ts")) \\
         .where(F.col("day") == F.lit(day).cast("date"))
     orders.select("order_id", "status", "qty").write.mode("append").saveAsTable("t_log")
+    # created partitioned by its first column: Spark puts it last
+    orders.select("day", "order_id", "status").write.mode("append").partitionBy("day").saveAsTable("t_parted")
     # by position, into the columns (id, state, quantity) the first run created
     orders.select(F.col("order_id").alias("id"), F.col("status").alias("state"), "qty").write.insertInto("t_pos") \\
         if spark.catalog.tableExists("t_pos") else \\
@@ -516,7 +518,7 @@ def test_appends_to_tables_are_runs_and_the_table_composes(job):
     rows, and a second job reading the tables composes down to the orders."""
     data, spark = job.data, job.session.frames
     days = order_days(data)[:3]
-    tables = ("t_log", "t_pos", "t_daily", "t_v2")
+    tables = ("t_log", "t_pos", "t_daily", "t_v2", "t_parted")
     for table in tables:
         spark.sql(f"DROP TABLE IF EXISTS spark_catalog.default.{table}")
     try:
@@ -524,8 +526,8 @@ def test_appends_to_tables_are_runs_and_the_table_composes(job):
         for day in [*days, days[1]]:
             ran, _ = job(TABLE_APPENDS.format(data=data), day)
             steps += [step.name for step in ran]
-        assert steps[:3] == ["t_log_run1", "t_pos", "t_daily"]
-        assert steps[3:6] == ["t_log_run2", "t_pos_run2", "t_daily_run2"]
+        assert steps[:4] == ["t_log_run1", "t_parted_run1", "t_pos", "t_daily"]
+        assert steps[4:8] == ["t_log_run2", "t_parted_run2", "t_pos_run2", "t_daily_run2"]
         orders = f"read_parquet('{data}/orders/*.parquet')"
         chosen = f"CAST(order_ts AS DATE) IN ('{days[0]}', '{days[1]}', '{days[2]}')"
         log = sorted(duckdb.sql(f"SELECT order_id, status, qty FROM {orders} WHERE {chosen} UNION ALL "
@@ -536,6 +538,9 @@ def test_appends_to_tables_are_runs_and_the_table_composes(job):
             assert sorted(tuple(r) for r in in_spark.collect()) == log, table
             assert sorted(tuple(r) for r in spark.table(table).collect()) == log, table
         assert [f.name for f in spark.read.table("spark_catalog.default.t_pos").schema] == ["id", "state", "quantity"]
+        in_spark = spark.read.table("spark_catalog.default.t_parted")
+        assert [f.name for f in in_spark.schema] == [f.name for f in spark.table("t_parted").schema]
+        assert sorted(map(str, in_spark.collect())) == sorted(map(str, spark.table("t_parted").collect()))
         daily = sorted(duckdb.sql(f"SELECT status, COUNT(*), CAST(order_ts AS DATE) FROM {orders} WHERE {chosen} "
                                   f"GROUP BY ALL").fetchall())
         for frame in (spark.read.table("spark_catalog.default.t_daily"), spark.table("t_daily")):
@@ -566,6 +571,15 @@ def test_appends_to_tables_are_runs_and_the_table_composes(job):
         assert kept == [row for row in daily if row[0] == "shipped"]
         assert kept == sorted(tuple(r) for r in spark.read.table("spark_catalog.default.t_daily")
                               .select("status", "n", "day").collect())
+        whole = sorted(map(str, spark.table("per_day").collect()))
+        job("""
+            from pyspark.sql import SparkSession
+            spark = SparkSession.builder.getOrCreate()
+            spark.table("per_day").where("n > 0").write.insertInto("per_day")  # written whole, read, added to
+        """)
+        assert sorted(map(str, spark.table("per_day").collect())) == sorted(whole + whole)
+        assert sorted(map(str, spark.read.table("spark_catalog.default.per_day").collect())) == sorted(whole + whole)
+        assert {"per_day_run1", "per_day_run2"} <= set(session.impact(f"orders WHERE order_id = {order}"))
         for call in ('spark.table("t_log").writeTo("t_log").append()',
                      'spark.table("t_daily").writeTo("t_daily").overwritePartitions()'):
             with pytest.raises(JobError) as refused:  # as plain Spark refuses it, before any work

@@ -194,8 +194,8 @@ class JobRun:
         """With ``--resume``: the step, skipped, when result ``name`` was saved from the same
         query, semantics and representation over unchanged inputs."""
         lineage = self.lineage
-        if not self.resume or not lineage.store.exists(name):
-            return None
+        if not self.resume or not lineage.store.exists(name) or any(step.name == name for step in self.steps):
+            return None  # a result this run saved (a second append of the same rows) is written again
         result = lineage.store.get(name)
         if (result.semantics, result.representation) == (self.semantics, self.representation) \
                 and not lineage.store.staleness().get(name) \

@@ -100,11 +100,12 @@ def add_to_table(job, frame, write: TableWrite) -> None:
         and all(lineage.store.exists(run.result) for run in record.run_list())
     exists = spark.catalog.tableExists(table)
     if not exists and ours and record.location:
-        define_again(spark, table, record)
+        define_again(lineage, spark, table, record)
         exists = True
     if not exists and not write.creates:
         raise BadInput(f"{write.call}: there is no table {write.name} (as Spark refuses it): create it first")
-    if exists and write.v2 and (provider := table_provider(spark, table)) in V1_SOURCES:
+    provider = table_provider(spark, table) if exists else ""
+    if write.v2 and provider in V1_SOURCES:
         raise BadInput(f"{write.call}: Spark cannot write into v1 table {table} (a {provider} table): use "
                        f"insertInto or saveAsTable in mode 'append'")
     if exists and not ours and not spark.read.table(table).isEmpty():
@@ -112,15 +113,17 @@ def add_to_table(job, frame, write: TableWrite) -> None:
                                  f"changed since): their lineage is not known; write the table whole first "
                                  f"(saveAsTable in mode 'overwrite')")
     earlier = record.run_list() if exists and ours else []
-    columns = table_columns(spark, table) if exists else []
-    source = conformed(frame, columns, write) if exists else frame
+    fmt = provider if provider in job_files.FILE_FORMATS else record.format if record else write.fmt or "parquet"
+    partition_by = partition_columns(spark, table) if exists else list(write.partition_by)
+    # the table's columns and order: a new table's as Spark creates it, partition columns last
+    source = conformed(frame, table_columns(spark, table), write) if exists else partitions_last(frame, partition_by)
     # with --resume: skipped when it was the table's last run
     if earlier and (resumed := job.resumed(source, earlier[-1].result)) is not None:
         job.done(resumed)
         return
-    partition_by = partition_columns(spark, table) if exists else list(write.partition_by)
-    if earlier and not record.runs:  # the table was written whole: its rows become run 1
-        earlier = [whole_as_run(job, spark, record, columns, partition_by)]
+    if earlier and not record.runs:  # the table was written whole: its rows become run 1, the name a view
+        earlier = [whole_as_run(job, spark, record, table_columns(spark, table), partition_by)]
+        keep_runs(lineage, spark, table, write, fmt, partition_by, earlier)
     number = max((run.number for run in earlier), default=0) + 1
     run = job_files.run_name(lineage, base, number)
     step = job.saved(source, run)
@@ -130,24 +133,41 @@ def add_to_table(job, frame, write: TableWrite) -> None:
     this = Run(run, time.time(), number, job_files.partitions_of(rows, partition_by) if partition_by else None,
                write.overwrite and not replaces_all)
     runs, gone = ([this], earlier) if replaces_all else job_files.kept_runs([*earlier, this])
-    directory = job_files.table_location(spark, table)
-    files = job_files.files_now(job_files.job_location(directory, "table"), record_format(record, write)) \
-        if directory else None
-    job_files.record_write(lineage, base, key, record_format(record, write), "append", partition_by, {},
-                           directory, files, runs)
-    lineage.create_view(base, runs_view(lineage, runs, partition_by), replace=True)
+    keep_runs(lineage, spark, table, write, fmt, partition_by, runs)
     job_files.drop_runs(lineage, gone)  # after the view no longer reads them
     job.done(step)
 
 
-def record_format(record, write: TableWrite) -> str:
-    return record.format if record is not None else (write.fmt or "parquet")
+def keep_runs(lineage, spark, table: str, write: TableWrite, fmt: str, partition_by: list[str],
+              runs: list[Run]) -> None:
+    """The record of the table's runs (its directory and files as they are now) and the view
+    of its name over them."""
+    base = write.name.split(".")[-1].lower()
+    directory = job_files.table_location(spark, table)
+    files = job_files.files_now(job_files.job_location(directory, "table"), fmt) if directory else None
+    job_files.record_write(lineage, base, write.name.lower(), fmt, "append", partition_by, {}, directory, files, runs)
+    lineage.create_view(base, runs_view(lineage, runs, partition_by), replace=True)
 
 
-def define_again(spark, table: str, record) -> None:
-    """Spark's table over the directory dltrace wrote it to, with its partitions."""
-    directory = spark_uri_key(record.location)
-    spark.catalog.createTable(table, path=directory, source=record.format)
+def partitions_last(frame, partition_by: list[str]):
+    """``frame`` with its partition columns last, the order of the table Spark creates."""
+    if not partition_by:
+        return frame
+    partitioned = {name.lower() for name in partition_by}
+    names = [name for name in frame.columns if name.lower() not in partitioned]
+    by_name = {name.lower(): name for name in frame.columns}
+    ordered = [*names, *(by_name.get(name.lower(), name) for name in partition_by)]
+    return frame if ordered == list(frame.columns) else frame.select(*map(backquoted, ordered))
+
+
+def define_again(lineage, spark, table: str, record) -> None:
+    """Spark's table over the directory dltrace wrote it to, with its columns as the newest
+    run saved them (not inferred from the files) and its partitions."""
+    columns = lineage.store.get(record.run_list()[-1].result).query_columns
+    partitioned = f" PARTITIONED BY ({', '.join(map(backquoted, record.partition_by))})" if record.partition_by else ""
+    directory = exp.Literal.string(spark_uri_key(record.location)).sql("spark")
+    spark.sql(f"CREATE TABLE {table} ({', '.join(f'{backquoted(c)} {t}' for c, t in columns.items())}) USING "
+              f"{record.format}{partitioned} LOCATION {directory}")
     if record.partition_by:
         spark.sql(f"ALTER TABLE {table} RECOVER PARTITIONS")
 
@@ -204,10 +224,11 @@ def whole_as_run(job, spark, record, columns: list[tuple[str, str]], partition_b
 
 
 def runs_view(lineage, runs: list[Run], partition_by: list[str]) -> str:
-    """The rows the table holds: each run's rows but those of partitions a later run replaced."""
+    """The rows the table holds: each run's rows but those of partitions a later run replaced,
+    every run's columns by name in the newest run's order (the table's)."""
     selects = []
+    columns = ", ".join(map(backquoted, lineage.store.get(runs[-1].result).query_columns))  # by name, one order
     for number, run in enumerate(runs):
-        columns = ", ".join(map(backquoted, lineage.store.get(run.result).query_columns))
         replaced = sorted({partition for later in runs[number + 1:] if later.replaces
                            for partition in later.partitions or []})
         where = f" WHERE {partition_key_sql(partition_by)} NOT IN " \
