@@ -273,6 +273,10 @@ def test_union_by_name_matches_nested_fields_by_name_as_spark_does(frames):
         assert sorted(map(str, traced.drop("DL").collect())) == sorted(map(str, union.collect()))
         ids = {r.r_regionkey: r._dl_id for r in frames.run("SELECT r_regionkey, _dl_id FROM region").collect()}
         assert all(list(r.DL) == [ids[r.r_regionkey]] for r in traced.collect())
+    with pytest.raises(Exception, match="INCOMPATIBLE|FIELD"):  # a nested field one side lacks: Spark refuses
+        first.unionByName(fewer).collect()
+    with pytest.raises(BadInput, match="INCOMPATIBLE|FIELD"):  # and so does the traced union, not NULL-filled
+        frames.trace(first.unionByName(fewer)).collect()
 
 
 @pytest.mark.parametrize("name", PROGRAMS)

@@ -102,7 +102,22 @@ def aligned_items(left_types: dict[str, str], right_types: dict[str, str], left_
         if not have_left or not have_right or "struct<" not in have_left or "struct<" not in have_right \
                 or isinstance(left_ref, exp.Null) or isinstance(right_ref, exp.Null):
             continue
+        if not allow_missing and not same_fields(data_type(have_left), data_type(have_right)):
+            continue  # Spark refuses a nested field only one side has: the union fails as it does
         want = merged(have_left, have_right, allow_missing)
         left_out[number] = (aligned(left_ref, have_left, want), left_col)
         right_out[number] = (aligned(right_ref, have_right, want), right_col)
     return left_out, right_out
+
+
+def same_fields(left: exp.DataType, right: exp.DataType) -> bool:
+    """Whether both types have the same struct fields by name, at every depth."""
+    left_fields, right_fields = struct_fields(left), struct_fields(right)
+    if left_fields is not None and right_fields is not None:
+        theirs = {name.lower(): kind for name, kind in right_fields}
+        return len(left_fields) == len(right_fields) and all(
+            name.lower() in theirs and same_fields(kind, theirs[name.lower()]) for name, kind in left_fields)
+    left_element, right_element = array_element(left), array_element(right)
+    if left_element is not None and right_element is not None:
+        return same_fields(left_element, right_element)
+    return True
