@@ -447,7 +447,9 @@ class LineageSession:
         return frame
 
     def drop_result(self, name: str) -> None:
-        self.store.drop(name), unpublish(lambda: self.spark, self.catalog, name), self._dataframes.refresh()
+        self.store.drop(name)
+        unpublish(lambda: self.spark, self.catalog, name)
+        self._dataframes.refresh()
 
     def impact(
         self,
@@ -467,8 +469,7 @@ class LineageSession:
         return impact(self, source, result, query, mode, semantics, use_index)
 
     def explain(self, result: str, row: int) -> dict:
-        """``{table: DataFrame}``: the base rows in the DL of row ``row`` of saved ``result``; its ``ids``
-        attribute, ``{table: how many of the row's ids come from it}``."""
+        """``{table: DataFrame}``: the base rows in the DL of ``row`` of saved ``result`` (``ids``: how many each)."""
         from dltrace.impact import explain
 
         return explain(self, result, row)

@@ -382,8 +382,9 @@ def in_spark_catalog(spark, name: str) -> str:
 
 def table_location(spark, table: str) -> str | None:
     """The directory of Spark's table ``table``, as ``DESCRIBE TABLE EXTENDED`` says."""
-    rows = spark.sql(f"DESCRIBE TABLE EXTENDED {table}").collect()
-    return next((row[1] for row in rows if row[0] == "Location"), None)
+    from dltrace.spark_tables import describe
+
+    return describe(spark, table).get("Location") or None
 
 
 def clear_own_table_location(lineage, spark, name: str, table: str) -> None:

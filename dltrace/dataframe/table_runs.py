@@ -26,6 +26,7 @@ from sqlglot import exp
 from dltrace.dataframe import job_files
 from dltrace.dataframe.job_files import Run, WrittenStore
 from dltrace.errors import BadInput, UnsupportedLineage
+from dltrace.spark_tables import describe
 from dltrace.table_data import backquoted, spark_uri_key
 from dltrace.views import ViewStore
 
@@ -173,8 +174,7 @@ def define_again(lineage, spark, table: str, record) -> None:
 
 
 def table_provider(spark, table: str) -> str:
-    rows = spark.sql(f"DESCRIBE TABLE EXTENDED {table}").collect()
-    return next((row[1] or "" for row in rows if row[0] == "Provider"), "").lower()
+    return describe(spark, table).get("Provider", "").lower()
 
 
 def table_columns(spark, table: str) -> list[tuple[str, str]]:
