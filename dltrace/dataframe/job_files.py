@@ -252,7 +252,13 @@ def partition_key(partition_by: list[str]):
     """A partition as one text, by its directories' names: ``to_json`` of their values as text."""
     from pyspark.sql import functions as F
 
-    return F.to_json(F.array(*[F.nullif(directory_text(c), F.lit("")) for c in partition_by]))
+    return F.expr(partition_key_sql(partition_by))
+
+
+def partition_key_sql(partition_by: list[str]) -> str:
+    """``partition_key`` as SQL text (a view over a table's runs filters by it)."""
+    texts = ", ".join(f"nullif(CAST({backquoted(column)} AS STRING), '')" for column in partition_by)
+    return f"to_json(array({texts}))"
 
 
 def drop_runs(lineage, runs: list[Run]) -> None:

@@ -231,16 +231,10 @@ def runs_view(lineage, runs: list[Run], partition_by: list[str]) -> str:
     for number, run in enumerate(runs):
         replaced = sorted({partition for later in runs[number + 1:] if later.replaces
                            for partition in later.partitions or []})
-        where = f" WHERE {partition_key_sql(partition_by)} NOT IN " \
+        where = f" WHERE {job_files.partition_key_sql(partition_by)} NOT IN " \
                 f"({', '.join(exp.Literal.string(p).sql('spark') for p in replaced)})" if replaced else ""
         selects.append(f"SELECT {columns} FROM {run.result}{where}")
     return " UNION ALL ".join(selects)
-
-
-def partition_key_sql(partition_by: list[str]) -> str:
-    """``job_files.partition_key`` as SQL text."""
-    texts = ", ".join(f"nullif(CAST({backquoted(column)} AS STRING), '')" for column in partition_by)
-    return f"to_json(array({texts}))"
 
 
 def drop_runs_view(lineage, name: str) -> None:
