@@ -71,14 +71,19 @@ def run(args: argparse.Namespace) -> int:
     """The handler the command's module set (``dltrace/commands``), on the warm server when
     one runs (dltrace/server.py), with Spark's progress on stderr when it is a terminal
     (dltrace/progress.py)."""
-    warm = getattr(args, "uses_spark", True) and server.use_if_running(getattr(args, "master", None))
+    warm = getattr(args, "uses_spark", True) and server.use_if_running(getattr(args, "master", None),
+                                                                       say_used=getattr(args, "says_spark", False))
+    state = server.read_state() if warm else None
     try:
         with progress.shown(getattr(args, "quiet", False), getattr(args, "verbose", False)):
             return args.handler(args)
+    except Exception as error:
+        if warm and (state is None or not server.alive(state["pid"])):  # the Spark it ran on went away
+            raise server.Stopped(state, error) from None
+        raise
     finally:
         if warm:
             server.touch_used()
-
 
 if __name__ == "__main__":
     sys.exit(main())

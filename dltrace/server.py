@@ -37,14 +37,27 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from dltrace import __version__
+from dltrace import __version__, spark
 from dltrace.errors import BadInput, DltraceError
 
 IDLE_MINUTES = 30.0
 START_TIMEOUT = 300  # seconds for the server's JVM to start and serve
 STOP_TIMEOUT = 60
+HEALTH_SECONDS = 5.0  # for a running server to answer before a command uses it
 POLL_SECONDS = 2.0  # how often the server looks at its idleness and a stop request
 MODES = ("on", "off", "auto")
+
+
+class Stopped(DltraceError):
+    """The warm server a command ran on stopped under it (killed, out of memory, ``dltrace
+    server stop``): not the command's own failure, and running it again is the remedy."""
+
+    def __init__(self, state: dict | None, error: Exception) -> None:
+        first = next((line.strip() for line in str(error).splitlines() if line.strip()), "")
+        said = str(error) if isinstance(error, DltraceError) else f"{type(error).__name__}: {first}"
+        which = f"the warm server (pid {state['pid']})" if state else "the warm server"
+        super().__init__(f"{which} this command ran on stopped during it: run the command again (on its own "
+                         f"Spark if no server runs; `dltrace run --resume` completes a job's run): {said}")
 
 
 def state_dir() -> Path:
@@ -194,10 +207,12 @@ def stop_process(pid: int) -> None:
             pass
 
 
-def use_if_running(master: str | None) -> str | None:
+def use_if_running(master: str | None, say_used: bool = False) -> str | None:
     """The server's URL for this command, set as its ``SPARK_REMOTE``, when the command may use
     it: no Spark named (``--master``, ``SPARK_MASTER``, ``SPARK_REMOTE``), ``DLTRACE_SERVER``
-    not off, and a server of this dltrace running (started here first under ``auto``)."""
+    not off, and a server of this dltrace running (started here first under ``auto``), this
+    user's and answering (``unusable``).  A server passed over is said on stderr, with why;
+    with ``say_used`` (``dltrace run``) the server used is said too."""
     if master or os.environ.get("SPARK_MASTER") or os.environ.get("SPARK_REMOTE"):
         return None
     how = mode()
@@ -210,24 +225,72 @@ def use_if_running(master: str | None) -> str | None:
         state, _ = start()
     if state is None or not compatible(state):
         return None
+    why = unusable(state)
+    if why is not None:
+        print(f"dltrace: not using the warm server (pid {state['pid']}): {why}; this command starts its own Spark",
+              file=sys.stderr)
+        return None
     touch_used()
+    spark.server_alive = lambda: alive(int(state["pid"]))
     os.environ["SPARK_CONNECT_AUTHENTICATE_TOKEN"] = state["token"]
     os.environ["SPARK_REMOTE"] = state["url"]
+    if say_used:
+        print(f"dltrace: on the warm server at {state['url']} (pid {state['pid']}; DLTRACE_SERVER=off runs "
+              f"without it)", file=sys.stderr)
     return state["url"]
+
+
+def unusable(state: dict) -> str | None:
+    """Why the server of ``state`` must not serve this command, or None: its process is not
+    this user's, is not a dltrace server (its id reused since), or does not answer a Spark
+    Connect request within ``HEALTH_SECONDS`` (a JVM hung, dying or out of memory)."""
+    pid = int(state["pid"])
+    process = Path(f"/proc/{pid}")
+    if process.is_dir():  # Linux; elsewhere the signal check of ``alive`` is what there is
+        try:
+            owner, command = process.stat().st_uid, (process / "cmdline").read_bytes()
+        except OSError:
+            return "its process has gone"
+        if owner != os.getuid():
+            return "its process is another user's"
+        if b"dltrace.server" not in command:
+            return "its process id belongs to another program now"
+    return None if answers(state["url"], state["token"]) else \
+        f"it did not answer within {HEALTH_SECONDS:g} s (`dltrace server stop` ends it)"
+
+
+def answers(url: str, token: str) -> bool:
+    """Whether the Connect server at ``url`` tells its Spark version within
+    ``HEALTH_SECONDS``: one call of the server's own, past its port and its token check."""
+    import uuid
+
+    import grpc
+    from pyspark.sql.connect.client import DefaultChannelBuilder
+    from pyspark.sql.connect.proto import base_pb2, base_pb2_grpc
+
+    channel = DefaultChannelBuilder(f"{url}/;token={token}").toChannel()  # as the client's, token included
+    request = base_pb2.AnalyzePlanRequest(session_id=str(uuid.uuid4()),
+                                          spark_version=base_pb2.AnalyzePlanRequest.SparkVersion())
+    request.user_context.user_id = "dltrace"
+    try:
+        base_pb2_grpc.SparkConnectServiceStub(channel).AnalyzePlan(request, timeout=HEALTH_SECONDS)
+    except grpc.RpcError:
+        return False
+    finally:
+        channel.close()
+    return True
 
 
 def serve(idle_minutes: float, memory: str | None) -> int:
     """The server process: an embedded Spark serving Connect until SIGTERM or idleness."""
-    from dltrace.spark import DEFAULT_CONF, _embedded, serve_connect
-
     stopping = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())
     signal.signal(signal.SIGINT, lambda *_: stopping.set())
-    settings = {**DEFAULT_CONF, **({"spark.driver.memory": memory} if memory else {})}
+    settings = {**spark.DEFAULT_CONF, **({"spark.driver.memory": memory} if memory else {})}
     token = secrets.token_urlsafe(32)
     try:
-        classic = _embedded("local[*]", settings)
-        port = serve_connect(classic, token).rsplit(":", 1)[1]
+        classic = spark._embedded("local[*]", settings)
+        port = spark.serve_connect(classic, token).rsplit(":", 1)[1]
     except DltraceError as error:
         print(f"dltrace: error: {error}", file=sys.stderr, flush=True)
         return error.exit_code

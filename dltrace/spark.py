@@ -20,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -185,16 +185,33 @@ def connect_session(url: str):
 
 
 _connect_sessions: list = []
+# set by dltrace.server while a command runs on the warm server: whether its process lives
+server_alive: Callable[[], bool] | None = None
 
 
 def closed_at_exit(session):
     """``session`` (Spark Connect), its channel closed when this process exits, before the
     embedded JVM serving it stops: closed later (by its ``__del__`` at the interpreter's
-    end), gRPC waits for a server that is gone, and the process never exits."""
+    end), gRPC waits for a server that is gone, and the process never exits.  On the warm
+    server, a call it cannot make is retried only while the server's process lives
+    (Connect's client retries an unreachable server for 10 minutes)."""
     if not _connect_sessions:
         atexit.register(close_connect_sessions)
     _connect_sessions.append(session)
+    if server_alive is not None:
+        session.client.set_retry_policies([while_alive(server_alive)])
     return session
+
+
+def while_alive(alive: Callable[[], bool]):
+    """Connect's default retries, given up as soon as ``alive()`` is false."""
+    from pyspark.sql.connect.client.retries import DefaultPolicy
+
+    class WhileAlive(DefaultPolicy):
+        def can_retry(self, error: BaseException) -> bool:
+            return alive() and super().can_retry(error)
+
+    return WhileAlive()
 
 
 def close_connect_sessions() -> None:

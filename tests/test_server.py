@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -137,8 +138,72 @@ def test_a_server_of_another_dltrace_is_not_used(tmp_path, monkeypatch) -> None:
     assert f"not used by this dltrace: it runs dltrace 0.0.0 with {sys.executable}" in status
     (tmp_path / "state.json").write_text(json.dumps({**state, "version": __version__}))
     assert server.use_if_running("local[1]") is None  # --master chooses another Spark
-    assert server.use_if_running(None) == "sc://localhost:1" and os.environ["SPARK_REMOTE"] == "sc://localhost:1"
-    assert os.environ["SPARK_CONNECT_AUTHENTICATE_TOKEN"] == "t"
+
+
+def test_a_server_not_its_own_or_not_answering_is_passed_over_and_said(tmp_path, monkeypatch, capsys) -> None:
+    """The state names a process of another program (its id reused), or a dltrace server
+    that holds its port and never answers (a hung JVM): the command runs on its own Spark,
+    saying why in one line."""
+    monkeypatch.setenv("DLTRACE_SERVER_DIR", str(tmp_path))
+    monkeypatch.setenv("DLTRACE_SERVER", "on")
+    monkeypatch.setattr(server, "HEALTH_SECONDS", 1.0)
+    for name in ("SPARK_REMOTE", "SPARK_MASTER"):
+        monkeypatch.delenv(name, raising=False)
+    state = {"pid": os.getpid(), "url": "sc://localhost:1", "token": "t", "started": time.time(), "idle_minutes": 30,
+             "version": __version__, "python": sys.executable}
+    (tmp_path / "state.json").write_text(json.dumps(state))
+    assert server.use_if_running(None) is None and "SPARK_REMOTE" not in os.environ
+    assert capsys.readouterr().err == (f"dltrace: not using the warm server (pid {os.getpid()}): its process id "
+                                       f"belongs to another program now; this command starts its own Spark\n")
+    hung = subprocess.Popen([sys.executable, "-c", "import socket, sys, time; s = socket.socket(); "
+                             "s.bind(('127.0.0.1', 0)); s.listen(); print(s.getsockname()[1], flush=True); "
+                             "time.sleep(600)", "dltrace.server"], stdout=subprocess.PIPE, text=True)
+    try:
+        port = int(hung.stdout.readline())
+        (tmp_path / "state.json").write_text(json.dumps({**state, "pid": hung.pid, "url": f"sc://localhost:{port}"}))
+        assert server.use_if_running(None) is None and "SPARK_REMOTE" not in os.environ
+        assert capsys.readouterr().err == (f"dltrace: not using the warm server (pid {hung.pid}): it did not answer "
+                                           f"within 1 s (`dltrace server stop` ends it); this command starts its "
+                                           f"own Spark\n")
+    finally:
+        hung.kill()
+        hung.wait()
+
+
+def test_a_job_says_its_server_and_one_dying_under_it_is_said_then_resumed(tmp_path_factory, spark) -> None:
+    """``dltrace run`` says it runs on the warm server; the job kills the server after its
+    first write (the point is the script's own line, not a time): the failure says the
+    server stopped under the run and what the run wrote, and ``--resume`` on the command's
+    own Spark completes it, the first write skipped."""
+    work = tmp_path_factory.mktemp("dying")
+    env = environment(DLTRACE_SERVER_DIR=str(work / "server"), DLTRACE_SERVER="on")
+    assert dltrace("server", "start", "--memory", "1g", env=env).returncode == 0
+    state = json.loads((work / "server" / "state.json").read_text())
+    spark.range(5).write.mode("overwrite").parquet(str(work / "numbers"))
+    (work / "job.py").write_text(textwrap.dedent(f"""
+        import json, os, signal, sys
+        from pyspark.sql import SparkSession
+        spark = SparkSession.builder.getOrCreate()
+        numbers = spark.read.parquet("{work}/numbers")
+        numbers.where("id > 1").write.mode("overwrite").parquet("{work}/out/big")
+        if "--kill" in sys.argv:
+            os.kill(json.load(open("{work}/server/state.json"))["pid"], signal.SIGKILL)
+        numbers.where("id < 2").write.mode("overwrite").parquet("{work}/out/small")
+    """))
+    try:
+        died = dltrace("run", "job.py", "--", "--kill", env=env, cwd=work)
+    finally:
+        server.stop_process(state["pid"])
+    said = died.stderr.splitlines()
+    assert died.returncode == 1 and said[0] == f"dltrace: on the warm server at {state['url']} (pid {state['pid']}; " \
+        "DLTRACE_SERVER=off runs without it)", died.stderr
+    assert said[-1].startswith(f"dltrace: error: the warm server (pid {state['pid']}) this command ran on stopped "
+                               f"during it: run the command again"), died.stderr
+    assert f"this run wrote {work}/out/big before it" in said[-1]
+    resumed = dltrace("run", "job.py", "--resume", env=env, cwd=work)
+    assert resumed.returncode == 0 and "on the warm server" not in resumed.stderr, resumed.stderr
+    assert "saved result big: saved before, skipped" in resumed.stderr, resumed.stderr
+    assert sorted(spark.read.parquet(str(work / "out" / "small")).toPandas()["id"]) == [0, 1]
 
 
 def test_a_dead_servers_state_is_dropped(tmp_path, monkeypatch) -> None:

@@ -31,7 +31,7 @@ def add_parser(commands, parents: Parents) -> None:
                         help="a PySpark script: skip the steps saved before from the same query over unchanged inputs")
     script.add_argument("--format", choices=FORMATS, default="table", help="how its queries' rows are printed")
     script.add_argument("--limit", type=int, help="at most N rows per query (table format: 50 by default)")
-    script.set_defaults(handler=run)
+    script.set_defaults(handler=run, says_spark=True)  # whether it ran on the warm server
 
 
 def run(args: argparse.Namespace) -> int:

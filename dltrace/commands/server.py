@@ -30,7 +30,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"stopped the server (pid {state['pid']})" if state else "no server was running")
     else:
         state = server.read_state()
-        print(described(state) if state else "not running (`dltrace server start` starts it)")
+        why = state and server.compatible(state) and server.unusable(state)  # what a command would find
+        print(described(state) + (f"; not used: {why}" if why else "") if state
+              else "not running (`dltrace server start` starts it)")
     return 0
 
 
