@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from dltrace.dataframe import job_files, table_runs
+from dltrace.dataframe.built_at import BuiltAt
 from dltrace.dataframe.expressions import decimal_digits
 from dltrace.dataframe.read_back import read_back
 from dltrace.errors import BadInput, DltraceError, UnsupportedLineage
@@ -84,6 +85,8 @@ class JobRun:
         fmt = job_files.file_format(reader._format, wheres[0])
         as_read = Reader(dict(reader._options), reader._schema or "")
         spark, shown = reader._client, ", ".join(paths)
+        for path, where in zip(paths, wheres):
+            job_files.check_found(spark, fmt, path, where, as_read)
         back = read_back(self.lineage, spark, fmt, [str(where) for where in wheres], as_read)
         if back is not None:
             self.say(f"line {self.line()}: read {shown}: {back.note}")
@@ -236,7 +239,8 @@ def run_job(lineage, path: str, semantics: str = "control", representation: str 
         raise BadInput(f"no such script: {path}")
     script = os.path.abspath(path)
     job = JobRun(lineage, script, semantics, representation, resume, say or (lambda text: None))
-    with the_session(lineage.frames), io_as_steps(job), classic_decimal_literals(), \
+    built = BuiltAt(script)
+    with the_session(lineage.frames), io_as_steps(job), classic_decimal_literals(), built.recording(), \
             script_argv([path, *(argv or [])]):
         try:
             runpy.run_path(script, run_name="__main__")
@@ -244,14 +248,26 @@ def run_job(lineage, path: str, semantics: str = "control", representation: str 
             if stop.code not in (None, 0):
                 raise JobError(f"{path} exited with status {stop.code}",
                                stop.code if isinstance(stop.code, int) else 1) from None
-        except DltraceError as error:
-            # dltrace's own refusal exits 2; any other failure 1, as Python's does under spark-submit
-            raise JobError(f"{path} line {script_line(script, error.__traceback__)}: {error}{job.written()}",
-                           error.exit_code if isinstance(error, UnsupportedLineage) else 1) from None
         except Exception as error:  # noqa: BLE001 - the script's own failure, as one line
-            raise JobError(f"{path} line {script_line(script, error.__traceback__)}: {one_line(error)}"
-                           f"{job.written()}", 1) from None
+            raise JobError(f"{path} line {failure_line(script, error, built)}{job.written()}",
+                           error.exit_code if isinstance(error, UnsupportedLineage) else 1) from None
     return job.steps
+
+
+def failure_line(script: str, error: Exception, built: BuiltAt) -> str:
+    """``N: what failed`` for a script's failure: an analysis error at the line that built the
+    DataFrame Spark rejects, in Spark's words (``BuiltAt``), as classic Spark raises it
+    there; else at the line the script was at.  dltrace's own refusal exits 2, any other
+    failure 1, as Python's does under spark-submit."""
+    from pyspark.errors import AnalysisException
+
+    if isinstance(error, AnalysisException) or isinstance(error, BadInput) and not isinstance(
+            error, UnsupportedLineage):
+        if (rejected := built.first_rejected()) is not None:
+            line, spark_said = rejected
+            return f"{line}: {one_line(spark_said)}"
+    said = error if isinstance(error, DltraceError) else one_line(error)
+    return f"{script_line(script, error.__traceback__)}: {said}"
 
 
 def one_line(error: BaseException) -> str:
