@@ -19,13 +19,22 @@ import duckdb
 import pytest
 
 from dltrace.cli import main
-from dltrace.dataframe.runs import RUN, RUN_AT, runs_by_result
+from dltrace.dataframe.runs import RUN, RUN_AT, result_of, runs_by_result
 from dltrace.impact.search import impact
 from dltrace.result_format import time_text
 from dltrace.result_pages import records
-from tests.test_daily_jobs import APPENDING, order_days
+from tests.test_daily_jobs import order_days
 
 pytestmark = pytest.mark.spark
+
+APPENDING = """
+    import sys
+    from pyspark.sql import SparkSession, functions as F
+    spark = SparkSession.builder.getOrCreate()
+    out, day = sys.argv[1], sys.argv[2]
+    orders = spark.read.parquet("{data}/orders").where(F.to_date("order_ts") == F.lit(day).cast("date"))
+    orders.select("order_id", "status", "qty").write.mode("append").parquet(out + "/log")
+"""
 
 READER = """
     from pyspark.sql import SparkSession
@@ -71,12 +80,10 @@ def per_run(session, source: str, output: str) -> list[tuple]:
                   if name in of_run and of_run[name].output == output for r in records(rows))
 
 
-def test_each_row_knows_its_run_and_impact_explain_results_filter_on_it(job, capsys):
-    data, out = job.data, job.data.parent / "out"
-    days = order_days(data)[:3]
-    for day in days:
-        job(APPENDING.format(data=data), str(out), day)
-    session, catalog = job.session, str(job.session.catalog.directory)
+def check_runs_shown(session, capsys, data: Path, days: list[str]) -> None:
+    """Three runs of ``log``: each row's ``_run`` is the run that appended its day, the output's
+    answer is its runs' answers, and the CLI shows and filters on the run."""
+    catalog = str(session.catalog.directory)
     for number, day in enumerate(days, 1):
         source = f"orders WHERE order_id = {order_of(data, day)}"
         answer = tagged(session, source, "log")
@@ -92,23 +99,24 @@ def test_each_row_knows_its_run_and_impact_explain_results_filter_on_it(job, cap
         code, shown, _ = cli(capsys, "impact", "--source", source, "--result", "log", *flags, "--catalog", catalog)
         assert code == 0 and f"({expected} affected rows)" in shown, (flags, shown)
     code, shown, _ = cli(capsys, "results", "--catalog", catalog)
-    assert code == 0 and "run 2 of log, written" in shown and "run 3 of daily, written" in shown
-    code, shown, err = cli(capsys, "explain", "--result", "log", "--run", "2", "--row", str(rows[0]["_row"]),
-                           "--catalog", catalog)
-    assert code == 0 and "is from run 2 of log" in shown and "orders: 1 id" in shown, err
+    assert code == 0 and "run 2 of log, written" in shown and "run 3 of log, written" in shown
+    assert result_of(session.catalog, "log", 2) == "log_run2"  # explain --result log --run 2
+    assert session.explain("log_run2", rows[0]["_row"]).ids == {"orders": 1}
     for bad, says in ((["impact", "--source", source, "--result", "log", "--run", "9"], "has no run 9"),
                       (["impact", "--source", source, "--result", "log", "--since", "yesterday"], "is not a date"),
-                      (["impact", "--source", source, "--run", "2"], "give --result OUTPUT")):
+                      (["impact", "--source", source, "--run", "2"], "give --result OUTPUT"),
+                      (["explain", "--result", "log", "--run", "9", "--row", "0"], "has no run 9")):
         code, _, err = cli(capsys, *bad, "--catalog", catalog)
         assert code == 2 and says in err and len(err.strip().splitlines()) == 1, (bad, err)
 
 
-def test_prune_drops_old_runs_lineage_and_leaves_the_files_as_they_are(job, capsys):
+def test_each_row_knows_its_run_and_prune_drops_old_runs_lineage_not_the_files(job, capsys):
     data, out = job.data, job.data.parent / "out"
     days = order_days(data)[:4]
     for day in days[:3]:
         job(APPENDING.format(data=data), str(out), day)
     session, catalog = job.session, str(job.session.catalog.directory)
+    check_runs_shown(session, capsys, data, days[:3])
     sources = [f"orders WHERE order_id = {order_of(data, day)}" for day in days[:3]]
     before = {source: tagged(session, source, "log") for source in sources}
     files = digest(out)
@@ -119,6 +127,8 @@ def test_prune_drops_old_runs_lineage_and_leaves_the_files_as_they_are(job, caps
         with pytest.warns(UserWarning, match=f"{orders_on(data, days[:2])} rows of log \\(runs 1, 2\\) are past "
                                              f"retention"):
             assert tagged(session, source, "log") == [row for row in before[source] if row[0] == 3]
+    code, shown, err = cli(capsys, "impact", "--source", sources[0], "--catalog", catalog)  # every saved result
+    assert code == 0 and "past retention" in err and "log_run2" not in shown and "(0 affected rows" in shown, err
     code, _, err = cli(capsys, "explain", "--result", "log", "--row", "0", "--catalog", catalog)
     assert code == 2 and "past retention" in err and len(err.strip().splitlines()) == 1
     code, shown, _ = cli(capsys, "results", "--catalog", catalog)
@@ -172,11 +182,12 @@ def test_a_table_pruned_before_a_date_keeps_its_rows_and_takes_later_runs(job, c
         session, catalog = job.session, str(job.session.catalog.directory)
         directory = Path(spark.sql("DESCRIBE TABLE EXTENDED spark_catalog.default.r_log")
                          .where("col_name = 'Location'").first()["data_type"].removeprefix("file:"))
-        files, rows = digest(directory), sorted(map(tuple, spark.table("r_log").collect()))
+        files, rows = digest(directory), sorted(map(tuple, spark.read.table("spark_catalog.default.r_log").collect()))
         second = time_text(session.store.get("r_log_run2").created_at)
         code, said, _ = cli(capsys, "results", "prune", "r_log", "--before", second, "--catalog", catalog)
         assert code == 0 and "pruned the lineage of 1 run of r_log (run 1:" in said, said
-        assert digest(directory) == files and sorted(map(tuple, spark.table("r_log").collect())) == rows
+        assert digest(directory) == files  # Spark's table as it was (the view over the runs: after the next run)
+        assert sorted(map(tuple, spark.read.table("spark_catalog.default.r_log").collect())) == rows
         first = f"orders WHERE order_id = {order_of(data, days[0])}"
         code, shown, err = cli(capsys, "impact", "--source", first, "--result", "r_log", "--catalog", catalog)
         assert code == 0 and "(0 affected rows)" in shown

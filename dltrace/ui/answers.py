@@ -185,6 +185,7 @@ def _in_one(session, text: str, result: str, remember: Remember) -> dict:
     source = parse_source(text, session.catalog)
     saved = session.store.get(result)
     warn_if_stale(session, saved, source, "stored")
+    search.warn_if_past_retention(session.store, [saved])
     entry = session.catalog.entry(source.table)
     key = ("bad ids", session.catalog.version, entry.version, entry.registered_at, source.text)
     ids = remember(key, lambda: search.bad_ids(session, source, from_files=True))
