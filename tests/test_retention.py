@@ -137,14 +137,16 @@ def test_each_row_knows_its_run_and_prune_drops_old_runs_lineage_not_the_files(j
     assert any("lineage stops at the rows of runs past retention" in line for line in said), said
     counts = dict(duckdb.sql(f"SELECT status, count(*) FROM read_parquet('{out}/log/*.parquet') GROUP BY 1").fetchall())
     assert {r["status"]: r["count"] for r in session.result("log_status").collect()} == counts
-    assert len(session.impact(sources[2], result="log_status").collect()) == 1
+    with pytest.warns(UserWarning, match="the lineage of log_status stops at rows past retention: log "):
+        assert len(session.impact(sources[2], result="log_status").collect()) == 1
     with pytest.warns(UserWarning, match="the lineage of log_status stops at rows past retention"):
         session.impact(sources[0], result="log_status").collect()
     job(APPENDING.format(data=data), str(out), days[3])  # a later run of the job
     assert duckdb.sql(f"SELECT count(*) FROM read_parquet('{out}/log/*.parquet')").fetchone()[0] == orders_on(data,
                                                                                                               days)
     fourth = f"orders WHERE order_id = {order_of(data, days[3])}"
-    assert [run for run, _, _ in tagged(session, fourth, "log")] == [4]
+    with pytest.warns(UserWarning, match="rows of log \\(runs 1, 2\\) are past retention"):
+        assert [run for run, _, _ in tagged(session, fourth, "log")] == [4]
     code, said, _ = cli(capsys, "results", "prune", "log", "--keep-runs", "1", "--before",
                         time_text(session.store.get("log_run4").created_at - 3600), "--catalog", catalog)
     assert code == 0 and "nothing to prune in log" in said  # run 3: outside the newest 1, not before the date
@@ -196,6 +198,18 @@ def test_a_table_pruned_before_a_date_keeps_its_rows_and_takes_later_runs(job, c
         in_spark = spark.read.table("spark_catalog.default.r_log").count()
         assert in_spark == spark.table("r_log").count() == orders_on(data, days)
         third = f"orders WHERE order_id = {order_of(data, days[2])}"
-        assert [run for run, _, _ in tagged(session, third, "r_log")] == [3]
+        with pytest.warns(UserWarning, match="rows of r_log \\(run 1\\) are past retention"):
+            assert [run for run, _, _ in tagged(session, third, "r_log")] == [3]
     finally:
         spark.sql("DROP TABLE IF EXISTS spark_catalog.default.r_log")
+
+
+def test_an_output_answers_for_the_rows_it_still_holds():
+    """A run's partitions that a later run replaced are not the output's (``replaced_later``)."""
+    from dltrace.dataframe.job_files import Run, Written
+    from dltrace.dataframe.runs import replaced_later
+
+    runs = [Run("d", 1.0, 1, ['["1"]', '["2"]']), Run("d_run2", 2.0, 2, ['["2"]'], replaces=True),
+            Run("d_run3", 3.0, 3, ['["3"]'], replaces=True)]
+    record = Written("d", "/out/d", "parquet", "overwrite", ["day"], runs=[vars(run) for run in runs])
+    assert replaced_later(record) == {"d": ['["2"]']}
