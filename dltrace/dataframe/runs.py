@@ -86,7 +86,8 @@ def replaced_later(record: Written) -> dict[str, list[str]]:
     their rows), for the runs that have some."""
     runs, found = record.run_list(), {}
     for number, run in enumerate(runs):
-        replaced = sorted({p for later in runs[number + 1:] if later.replaces for p in later.partitions or []})
+        replaced = sorted({p for later in runs[number + 1:] if later.replaces for p in later.partitions or []}
+                          & set(run.partitions or []))
         if replaced:
             found[run.result] = replaced
     return found
