@@ -150,11 +150,12 @@ class SavedResult:
         return (partitions[owner] << PARTITION_BITS) + rows - firsts[owner]
 
 def metadata_text(result: SavedResult) -> str:
-    """``result.json``'s text; without ``positions`` for a result saved before format 5, which
-    the version that wrote it reads again."""
+    """``result.json``'s text; without ``positions`` for a result saved before format 5, nor
+    ``pruned_at`` for one not past retention: the versions before them read it again."""
     record = asdict(result)
-    if record["positions"] is None:
-        del record["positions"]
+    for optional in ("positions", "pruned_at"):
+        if record[optional] is None:
+            del record[optional]
     return json.dumps(record, indent=2)
 
 
