@@ -123,6 +123,7 @@ def test_each_row_knows_its_run_and_prune_drops_old_runs_lineage_not_the_files(j
     code, said, _ = cli(capsys, "results", "prune", "log", "--keep-runs", "1", "--catalog", catalog)
     assert code == 0 and "pruned the lineage of 2 runs of log (runs 1, 2" in said, said
     assert digest(out) == files  # the job's files: byte for byte
+    check_formats(Path(catalog))
     for source in sources:  # kept runs answer as before; the pruned runs' rows are counted, not listed
         with pytest.warns(UserWarning, match=f"{orders_on(data, days[:2])} rows of log \\(runs 1, 2\\) are past "
                                              f"retention"):
@@ -151,6 +152,20 @@ def test_each_row_knows_its_run_and_prune_drops_old_runs_lineage_not_the_files(j
                         time_text(session.store.get("log_run4").created_at - 3600), "--catalog", catalog)
     assert code == 0 and "nothing to prune in log" in said  # run 3: outside the newest 1, not before the date
     check_bad_prunes(capsys, catalog)
+
+
+def check_formats(catalog: Path) -> None:
+    """A pruned run's ``result.json`` is format 7, which a dltrace that reads format 6 refuses;
+    a run that keeps its lineage is the file it was (no ``pruned_at``, format 5)."""
+    from dltrace.errors import CatalogError
+    from dltrace.result_format import FORMAT_NAMED_SETS, SavedResult
+    from dltrace.validation import check_result
+
+    pruned, kept = (catalog / "results" / name / "result.json" for name in ("log_run2", "log_run3"))
+    assert json.loads(pruned.read_text())["format"] == 7 and json.loads(pruned.read_text())["pruned_at"]
+    assert "pruned_at" not in json.loads(kept.read_text()) and json.loads(kept.read_text())["format"] == 5
+    with pytest.raises(CatalogError, match="newer dltrace"):
+        check_result(json.loads(pruned.read_text()), pruned, FORMAT_NAMED_SETS, SavedResult)
 
 
 def check_bad_prunes(capsys, catalog: str) -> None:
