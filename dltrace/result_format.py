@@ -29,6 +29,7 @@ or dropping it, keeps that save's data while a result references it
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import posixpath
 from dataclasses import asdict, dataclass, field
@@ -37,9 +38,11 @@ from dltrace.errors import BadInput, CatalogError
 from dltrace.storage import Location
 from dltrace.table_data import backquoted
 
-# 6: named sets (window partitions, frame blocks); 5: _pos for _row; 4: references; 3: shared
-# sets; 2: inputs (results, lineage_tables, stamp); 1-5 load
-FORMAT = 6
+# 7: pruned_at (a run's lineage dropped by retention); 6: named sets (window partitions, frame
+# blocks); 5: _pos for _row; 4: references; 3: shared sets; 2: inputs (results, lineage_tables,
+# stamp); 1-6 load
+FORMAT = 7
+FORMAT_NAMED_SETS = 6  # what a save with named sets writes: dltrace before 7 reads it
 FORMAT_WITHOUT_NAMED_SETS = 5  # what a save without named sets writes: dltrace before 6 reads it
 ROW = "_row"
 POSITION = "_pos"  # rows.parquet's row positions from format 5 on (module docstring)
@@ -54,6 +57,11 @@ DIRECTORY = "results"
 METADATA = "result.json"
 ROWS_ROW_GROUP_BYTES = 4 << 20  # small row groups: a lookup by _row reads little
 INDEX_ROW_GROUP_BYTES = 1 << 20
+
+def time_text(seconds: float) -> str:
+    """A time as ``dltrace results`` shows it: local, ISO, to the second."""
+    return dt.datetime.fromtimestamp(seconds).isoformat(timespec="seconds")
+
 
 class UnknownResult(BadInput):
     """A saved result name that the catalog does not have."""
@@ -92,6 +100,9 @@ class SavedResult:
     # format 5: [partition, its first _row] for each partition of rows.parquet with rows, which
     # stores _pos instead of _row (module docstring); None for results saved before
     positions: list[list[int]] | None = None
+    # format 7: when retention dropped this run's lineage (dltrace/dataframe/runs.py): its rows
+    # stay, each DL empty, so that a dltrace before 7 refuses it rather than read no lineage
+    pruned_at: float | None = None
 
     def __post_init__(self) -> None:
         # format 1: the stamp was only in the data path, and the lineage reached just the
@@ -104,6 +115,12 @@ class SavedResult:
         """``{base table: data version}`` for every table the lineage reaches (through the
         results read too), the newest version where it holds ids of several."""
         return {table: max(versions) for table, versions in self.lineage_tables.items()}
+
+    def check_lineage(self, what: str) -> None:
+        """Refuse to read lineage the result no longer has (``pruned_at``): ``what`` names the ask."""
+        if self.pruned_at is not None:
+            raise BadInput(f"{what} of {self.name} is past retention: its lineage was dropped at "
+                           f"{time_text(self.pruned_at)} (`dltrace results prune`); the row is still in the output")
 
     @property
     def numbering(self) -> str:
@@ -133,11 +150,12 @@ class SavedResult:
         return (partitions[owner] << PARTITION_BITS) + rows - firsts[owner]
 
 def metadata_text(result: SavedResult) -> str:
-    """``result.json``'s text; without ``positions`` for a result saved before format 5, which
-    the version that wrote it reads again."""
+    """``result.json``'s text; without ``positions`` for a result saved before format 5, nor
+    ``pruned_at`` for one not past retention: the versions before them read it again."""
     record = asdict(result)
-    if record["positions"] is None:
-        del record["positions"]
+    for optional in ("positions", "pruned_at"):
+        if record[optional] is None:
+            del record[optional]
     return json.dumps(record, indent=2)
 
 

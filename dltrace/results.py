@@ -24,9 +24,8 @@ then replaces ``result.json`` atomically, then deletes the data it replaced: a r
 the old result or the new one, never a mix, and a failed save leaves the old one intact.
 Saves of one result in several processes at once each land, the last to replace
 ``result.json`` last; the data of a save another live process is writing is never deleted
-(its own writer, or the sweep once it is gone, deletes it when no metadata names it).
-Saving a result does not change the catalog version, which identifies the tables' data;
-the result records the version it read.
+(its own writer, or the sweep once it is gone, deletes it when no metadata names it).  A
+save leaves the catalog version (the tables' data) as it is; the result records the one it read.
 """
 
 from __future__ import annotations
@@ -50,6 +49,7 @@ from dltrace.result_format import (  # noqa: F401 - importable from here, as bef
     DIRECTORY,
     DL,
     FORMAT,
+    FORMAT_NAMED_SETS,
     FORMAT_WITHOUT_NAMED_SETS,
     INDEX_ID,
     INDEX_SCHEMA,
@@ -94,7 +94,6 @@ WRITE_OPTIONS: dict[str, str] = {
 # rows, where it does not pay, and at 1.5M rows, where it halves the time)
 INDEX_MIN_BYTES = 8 << 20
 INDEX_MIN_ROWS = 200_000
-
 
 
 class ResultStore:
@@ -198,6 +197,7 @@ class ResultStore:
 
         if not 0 <= row < result.rows:
             raise BadInput(f"result {result.name} has rows 0..{result.rows - 1}, not {row}")
+        result.check_lineage(f"row {row}")
         read = result_pages.rows_at(self, result, np.array([row]), result_pages.lineage_columns(result))
         return result_pages.whole_lineages(self, result, read)[0]
 
@@ -302,12 +302,12 @@ class ResultStore:
             catalog_version=self.catalog.version, **inputs, created_at=time.time(), rows=written.rows,
             columns=columns, data=posixpath.join(relative, "rows.parquet"),
             index=posixpath.join(relative, "index.parquet") if written.index else None, schema=written.schema,
-            stamp=stamp, disjoint=disjoint_rows, format=FORMAT if count else FORMAT_WITHOUT_NAMED_SETS,
+            stamp=stamp, disjoint=disjoint_rows, format=FORMAT_NAMED_SETS if count else FORMAT_WITHOUT_NAMED_SETS,
             shared=posixpath.join(relative, "shared.parquet") if shared_sets or numbered is not None else None,
             shared_sets=len(shared_sets), named_sets=count, shared_ids=written.shared_ids,
             references=dict(references or {}), positions=written.positions,
         )
-        self._publish(result, data_dir, named)
+        self.publish(result, data_dir, named)
         return result
 
     def _keep_named(self, named: dict[str, SavedResult]) -> None:
@@ -318,7 +318,7 @@ class ResultStore:
             if kept.exists() and not (kept / METADATA).exists():
                 (kept / METADATA).write_text(metadata_text(upstream))
 
-    def _publish(self, result: SavedResult, data_dir: Location, named: dict[str, SavedResult]) -> None:
+    def publish(self, result: SavedResult, data_dir: Location, named: dict[str, SavedResult]) -> None:
         """Make ``result`` (its data in ``data_dir``) the saved result of its name, then delete
         what it replaced that nothing references; nothing of it stays when the saves its rows
         name are gone."""

@@ -93,6 +93,7 @@ RESULT_TYPES: dict[str, Check] = {
     "named_sets": integer(),
     "shared_ids": integer(),
     "references": dict_of(integer()),
+    "pruned_at": optional(number),
     "positions": optional(list_of(lambda v: isinstance(v, list) and len(v) == 2 and all(map(integer(), v)))),
 }
 

@@ -9,6 +9,7 @@ from dataclasses import asdict
 
 from dltrace.commands.common import OUTPUTS, Parents, open_session, reporting_warnings
 from dltrace.commands.output import first_rows
+from dltrace.dataframe import runs
 from dltrace.formatting import output_limit, write_json, write_table
 from dltrace.impact.backward import base_rows, explain, row_ids_by_table
 from dltrace.result_pages import columns_of, from_files
@@ -22,6 +23,8 @@ def add_parser(commands, parents: Parents) -> None:
                                   help="the base rows behind a row of a saved result")
     explain.add_argument("--result", required=True, help="a saved result")
     explain.add_argument("--row", type=int, required=True, help="its _row number")
+    explain.add_argument("--run", type=int, metavar="K",
+                         help="of an output a job wrote in runs: the row's run (impact's _run), --row its _row there")
     explain.add_argument("--format", choices=OUTPUTS, default="table")
     explain.add_argument("--limit", type=int, help="table format: at most N rows per table (50 by default)")
     explain.add_argument(
@@ -36,6 +39,7 @@ def add_parser(commands, parents: Parents) -> None:
 @reporting_warnings
 def run(args: argparse.Namespace) -> int:
     session = open_session(args)
+    args.result = runs.result_of(session.catalog, args.result, args.run)
     return run_summary(session, args) if args.summary else explain_rows(session, args)
 
 
@@ -48,6 +52,8 @@ def explain_rows(session, args: argparse.Namespace) -> int:
     # Spark; only the rows printed are read (a DL of millions of ids: its first --limit rows)
     explained = explain(session, args.result, args.row, from_files=True, page=(0, limit))
     print(ids_by_table(args.result.lower(), args.row, explained.ids))
+    if run := runs.runs_by_result(session.catalog).get(args.result.lower()):
+        print(f"row {args.row} of {args.result.lower()} is from {run.label()}")
     if through:
         print(f"row {args.row} of {args.result.lower()} was computed through saved results: {', '.join(through)}")
     print()
@@ -73,6 +79,8 @@ def explain_json(session, args: argparse.Namespace, limit: int | None) -> int:
     # stdout keeps one JSON object per base row
     counts = {table: len(table_ids) for table, table_ids in ids.items()}
     print(f"dltrace: {ids_by_table(args.result.lower(), args.row, counts)}", file=sys.stderr)
+    if run := runs.runs_by_result(session.catalog).get(args.result.lower()):
+        print(f"dltrace: row {args.row} of {args.result.lower()} is from {run.label()}", file=sys.stderr)
     if args.reasons:
         print_reasons(session, args, limit)
     return 0

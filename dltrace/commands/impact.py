@@ -8,9 +8,12 @@ import warnings
 
 from dltrace.commands.common import OUTPUTS, Parents, open_session, query_text, reporting_warnings
 from dltrace.commands.output import first_rows
+from dltrace.dataframe import runs
+from dltrace.errors import BadInput
 from dltrace.formatting import output_limit, table_footer, write_json, write_table
 from dltrace.impact.search import MODES, ImpactWarning, collect_bad_ids, impact, matches_nothing
 from dltrace.impact.source import SOURCE_FORM, parse_source
+from dltrace.result_format import time_text
 from dltrace.result_pages import columns_of, count_of
 
 
@@ -20,6 +23,10 @@ def add_parser(commands, parents: Parents) -> None:
     target = impact.add_mutually_exclusive_group()
     target.add_argument("--result", help="a saved result (dltrace sql QUERY --save NAME); neither: every saved result")
     target.add_argument("--query", help="SQL text or @file.sql, run again with lineage for the bad rows only")
+    impact.add_argument("--run", type=int, metavar="K",
+                        help="with --result OUTPUT (a job's output written in runs): run K's rows only")
+    impact.add_argument("--since", metavar="DATE",
+                        help="with --result OUTPUT: the rows of runs written at DATE (YYYY-MM-DD[THH:MM]) or later")
     impact.add_argument("--mode", choices=MODES, help="stored (default with --result) or reeval (default with --query)")
     impact.add_argument("--semantics", choices=("control", "data"), default="control", help="for --query")
     impact.add_argument("--no-index", action="store_true", help="stored mode: scan the result, not its forward index")
@@ -36,9 +43,12 @@ def run(args: argparse.Namespace) -> int:
     query = query_text(args.query) if args.query is not None else None
     limit = output_limit(args)
     if args.result is None and query is None:
+        if args.run is not None or args.since is not None:
+            raise BadInput("--run and --since choose runs of one output: give --result OUTPUT")
         return impact_everywhere(session, args, limit)
+    since = runs.moment(args.since, "--since") if args.since is not None else None
     answer = impact(session, args.source, result=args.result, query=query, mode=args.mode,
-                    semantics=args.semantics, use_index=not args.no_index, from_files=True)
+                    semantics=args.semantics, use_index=not args.no_index, from_files=True, run=args.run, since=since)
     reeval = (args.mode or ("stored" if args.result else "reeval")) == "reeval"
     source = parse_source(args.source, session.catalog)
     try:
@@ -62,16 +72,19 @@ def impact_everywhere(session, args: argparse.Namespace, limit: int | None) -> i
     line per result with its count, then its rows; JSON one object per affected row, with
     the result's name in ``"result"``."""
     found = impact(session, args.source, mode=args.mode, use_index=not args.no_index, from_files=True)
+    of_run = runs.runs_by_result(session.catalog)
     affected = 0
     for name, answer in found.items():
         rows = first_rows(answer, limit)
+        run = of_run.get(name)
         if args.format == "json":
-            write_json(({"result": name, **row} for row in rows[:limit]), sys.stdout)
+            tag = {runs.RUN: run.number, runs.RUN_AT: time_text(run.written_at)} if run else {}
+            write_json(({"result": name, **tag, **row} for row in rows[:limit]), sys.stdout)
             continue
         count = len(rows) if len(rows) <= limit else count_of(answer)
         affected += count
         more = f" (first {limit}: raise --limit)" if count > limit else ""
-        print(f"{name}: {count} affected rows{more}")
+        print(f"{name}{f' ({run.label()})' if run else ''}: {count} affected rows{more}")
         if rows and limit:
             write_table(rows[:limit], columns_of(answer), session.catalog, sys.stdout)
             print()

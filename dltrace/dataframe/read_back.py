@@ -14,6 +14,9 @@ A path that several runs wrote (appends, dynamic partition overwrites) holds eac
 but those of partitions a later run replaced: the read is the union of the runs' results,
 each less those partitions.
 
+Runs past retention (``dataframe/runs.py``) are composed too, their rows without lineage, and
+the read's line says that lineage stops at them.
+
 A read that covers written files but cannot be composed is never a silent new source:
 written files beside other files, or directories that are not ``k=v``, are refused in one
 line naming the path and the step; written files changed since, or a CSV or JSON output (its
@@ -38,6 +41,7 @@ from dltrace.dataframe.job_files import (
     written_dir,
     written_here,
 )
+from dltrace.dataframe.runs import stops_at
 from dltrace.errors import UnsupportedLineage
 from dltrace.registration import Reader
 from dltrace.storage import glob, is_glob, location
@@ -135,7 +139,17 @@ def read_back(lineage, spark, fmt: str, paths: list[str], as_read: Reader) -> Re
         parts.append(part)
     steps = sorted({record.name for record in taken})
     return ReadBack(composed(lineage, spark, read.schema, parts, what),
-                    f"the saved result{'s' if len(steps) > 1 else ''} {', '.join(steps)} written there")
+                    f"the saved result{'s' if len(steps) > 1 else ''} {', '.join(steps)} written there"
+                    f"{past_retention(lineage, taken)}")
+
+
+def past_retention(lineage, taken: list[Written]) -> str:
+    """What the read's line adds when runs it takes are past retention: lineage stops at their rows."""
+    pruned = [saved for record in taken for run in record.run_list()
+              if (saved := lineage.store.get(run.result)).pruned_at is not None]
+    if not pruned:
+        return ""
+    return f"; lineage stops at the rows of runs past retention (their lineage was pruned): {stops_at(pruned)}"
 
 
 def taken_directories(record: Written, files: set[str], what: str) -> list[str] | None:

@@ -24,12 +24,14 @@ import numpy as np
 from sqlglot import exp
 
 from dltrace.catalog import ID_COLUMN
+from dltrace.dataframe import runs
 from dltrace.engine import Engine
 from dltrace.errors import BadInput, spark_error
 from dltrace.ids import ROW_BITS
 from dltrace.impact import files
 from dltrace.impact.key_index import rows_to_search
 from dltrace.impact.source import Source, parse_source
+from dltrace.result_pages import from_files as from_files_of
 from dltrace.result_pages import readable_without_spark
 from dltrace.results import DL, INDEX_ID, ROW, SHARED_ID, SHARED_REFS, SHARED_SET, ResultStore, SavedResult
 from dltrace.rewriter.dialect import SPARK
@@ -48,7 +50,8 @@ class ImpactWarning(UserWarning):
 
 
 def impact(session: Engine, source: str, result: str | None = None, query: str | None = None,
-           mode: str | None = None, semantics: str = "control", use_index: bool = True, from_files: bool = False):
+           mode: str | None = None, semantics: str = "control", use_index: bool = True, from_files: bool = False,
+           run: int | None = None, since: float | None = None):
     """The output rows affected by the rows ``source`` names, from saved ``result`` or ``query``.
 
     ``mode`` defaults to ``stored`` for a result and ``reeval`` for a query; ``reeval`` with a
@@ -56,6 +59,8 @@ def impact(session: Engine, source: str, result: str | None = None, query: str |
     With neither: ``{name: rows}`` for every saved result, from stored lineage.  With
     ``from_files``, stored answers come as pyarrow Tables read from the saved files where the
     result's columns allow (``impact.files``; the command line), else as Spark DataFrames.
+    ``result`` may be an output a job wrote in runs: the union of its runs' answers, each row
+    with its ``_run`` and ``_run_at`` (``run``: that run only; ``since``: runs written then or later).
     """
     if result is not None and query is not None:
         raise BadInput("impact takes a saved result (--result NAME) or a query (--query QUERY), not both")
@@ -65,9 +70,16 @@ def impact(session: Engine, source: str, result: str | None = None, query: str |
     bad = parse_source(source, session.catalog)
     if result is None and query is None:
         return impact_everywhere(session, bad, mode, use_index, from_files)
+    record = runs.output(session.catalog, result) if result is not None and mode == "stored" else None
+    if record is not None:
+        return output_impact(session, bad, record, run, since, use_index, from_files)
+    if run is not None or since is not None:
+        raise BadInput(f"--run and --since choose runs of an output a job adds to under `dltrace run`: "
+                       f"{result or 'a query'} is none")
     saved = ResultStore(session.catalog).get(result) if result is not None else None
     if saved is not None:
         warn_if_stale(session, saved, bad, mode)
+        warn_if_past_retention(ResultStore(session.catalog), [saved])
     if mode == "stored":
         if saved is None:
             raise BadInput(
@@ -97,7 +109,52 @@ def impact_everywhere(session: Engine, source: Source, mode: str = "stored", use
         warnings.warn(ImpactWarning(f"no rows match {source.text}: nothing is affected"), stacklevel=3)
     searched: dict = {}  # an upstream save that several results reference is searched once
     read: dict = {}  # the same, read from the files
-    return {r.name: answer(session, store, r, ids, use_index, from_files, searched, read) for r in candidates}
+    warn_if_past_retention(store, candidates)
+    return {r.name: answer(session, store, r, ids, use_index, from_files, searched, read) for r in candidates
+            if r.pruned_at is None}
+
+
+def output_impact(session: Engine, source: Source, record, run: int | None, since: float | None,
+                  use_index: bool, from_files: bool):
+    """The affected rows of an output written in runs: each chosen run's answer with its
+    ``_run`` and ``_run_at``, in one; the runs past retention counted in a warning."""
+    store = ResultStore(session.catalog)
+    chosen = [(r, store.get(r.result)) for r in runs.chosen(record, run, since)]
+    replaced = runs.replaced_later(record)  # rows the output no longer holds: Spark filters them out
+    pruned = [(r, saved) for r, saved in chosen if saved.pruned_at is not None]
+    if pruned:
+        held = sum(saved.rows if saved.name not in replaced else
+                   runs.still_held(store.rows(session.spark, saved), record, replaced[saved.name]).count()
+                   for _, saved in pruned)
+        warnings.warn(ImpactWarning(runs.past_retention(record.name, held, [r for r, _ in pruned])), stacklevel=3)
+    kept = [(r, saved) for r, saved in chosen if saved.pruned_at is None]
+    warn_if_past_retention(store, [saved for _, saved in kept])
+    ids = bad_ids(session, source, from_files) if kept else np.array([], np.int64)
+    if kept and not len(ids):
+        warnings.warn(ImpactWarning(f"no rows match the source '{source.text}': nothing is affected"), stacklevel=3)
+    # no run chosen, or each past retention: an empty answer in the columns of the newest run
+    asked = kept or [(r, store.get(r.result)) for r in record.run_list()[-1:]]
+    answers = [answer(session, store, saved, ids, use_index, from_files and not replaced) for _, saved in asked]
+    if from_files and not all(from_files_of(a) for a in answers):  # one kind of answer: Spark's, for all
+        answers = [search_result(session, store, saved, ids, use_index) for _, saved in asked]
+    return runs.union([runs.tagged(a if from_files_of(a) else runs.still_held(a, record, replaced.get(saved.name)),
+                                   runs.RunOf(record.name, r.number, r.written_at))
+                       for (r, saved), a in zip(asked, answers)])
+
+
+def warn_if_past_retention(store: ResultStore, results: list[SavedResult]) -> None:
+    """Say which results' lineage stops at rows past retention: their own rows (searched
+    everywhere: skipped) or the rows of pruned runs they were computed from."""
+    pruned = [r for r in results if r.pruned_at is not None]
+    if pruned:
+        warnings.warn(ImpactWarning(f"{sum(r.rows for r in pruned)} rows of {', '.join(r.name for r in pruned)} are "
+                                    f"past retention (lineage dropped by `dltrace results prune`): not searched"),
+                      stacklevel=4)
+    for result in results:
+        if result.pruned_at is None and (upstream := runs.pruned_upstream(store, result)):
+            warnings.warn(ImpactWarning(f"the lineage of {result.name} stops at rows past retention: "
+                                        f"{runs.stops_at(upstream)}; rows computed from them are not found"),
+                          stacklevel=4)
 
 
 def bad_rows(session: Engine, source: Source):

@@ -20,6 +20,7 @@ import threading
 import warnings
 from dataclasses import asdict
 
+from dltrace.dataframe import runs
 from dltrace.errors import BadInput
 from dltrace.formatting import plain_value
 from dltrace.impact import ImpactWarning, explain, impact, parse_source, search
@@ -45,13 +46,14 @@ def pipeline(session) -> dict:
               "source": entry.source, "registered_at": entry.registered_at, "columns": list(entry.schema),
               "example": key_example(session, name)}
              for name, entry in sorted(tables.items())]
-    edges = []
+    edges, of_run = [], runs.runs_by_result(session.catalog)
     for name, result in sorted(saved.items()):
         nodes.append({"id": name, "kind": "result", "rows": result.rows, "stamp": result.stamp,
                       "created_at": result.created_at, "semantics": result.semantics, "query": result.query,
                       "inputs": {**{t: f"v{v}" for t, v in result.tables.items()}, **dict(result.results)},
                       "stale": stale.get(name), "columns": list(result.columns),
-                      "lineage_tables": sorted(result.lineage_tables)})
+                      "lineage_tables": sorted(result.lineage_tables), "pruned_at": result.pruned_at,
+                      "run": asdict(of_run[name]) if name in of_run else None})
         edges += [{"from": source, "to": name} for source in [*result.tables, *result.results]]
     known = set(tables) | set(saved) | set(views)
     for name, query in sorted(views.items()):
@@ -137,11 +139,12 @@ def affected_rows(session, source: str, result: str | None, shown: int = IMPACT_
     the bad ids.  The bad ids of one result's answer are kept (``remember``) for the next's:
     the page asks result after result, to show how far it got."""
     answer, said = _impact_frames(session, source, result, remember)
-    results = {}
+    results, of_run = {}, runs.runs_by_result(session.catalog)
     for name, frame in answer.items():
         rows = [{**a, "DL": value(a["DL"]), "values": value(a["values"])} for a in _affected(frame)]
         columns = [c for c in columns_of(frame) if c not in (ROW, DL)]
-        results[name] = {"count": len(rows), "columns": columns, "rows": rows[:shown]}
+        run = of_run.get(name)
+        results[name] = {"count": len(rows), "columns": columns, "rows": rows[:shown], "run": run and run.label()}
     return {"source": source, "results": results, "warnings": said}
 
 
@@ -182,6 +185,7 @@ def _in_one(session, text: str, result: str, remember: Remember) -> dict:
     source = parse_source(text, session.catalog)
     saved = session.store.get(result)
     warn_if_stale(session, saved, source, "stored")
+    search.warn_if_past_retention(session.store, [saved])
     entry = session.catalog.entry(source.table)
     key = ("bad ids", session.catalog.version, entry.version, entry.registered_at, source.text)
     ids = remember(key, lambda: search.bad_ids(session, source, from_files=True))

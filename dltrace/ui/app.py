@@ -34,6 +34,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Route
 
+from dltrace.dataframe import runs
 from dltrace.errors import BadInput, DltraceError, spark_error
 from dltrace.result_format import UnknownResult
 from dltrace.session import LineageSession
@@ -265,7 +266,9 @@ async def result_rows(request: Request) -> Response:
         key = (saved.name, saved.stamp, offset, limit, text, sort, descending)
         page = explorer.cached_page(key, lambda: pages.result_rows(session, saved.name, offset, limit, text, sort,
                                                                    descending, explorer.cached_page))
-        return {**page, "stale": session.stale_results().get(saved.name)}
+        run = runs.runs_by_result(session.catalog).get(saved.name)
+        return {**page, "stale": session.stale_results().get(saved.name), "run": run and run.label(),
+                "pruned_at": saved.pruned_at}
 
     # a page pyarrow reads (result_pages) neither waits for Spark work nor starts Spark
     return await answer(request, work, files_first=True)

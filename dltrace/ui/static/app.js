@@ -255,6 +255,7 @@ function edgePath(a, lanes, b, W, H, LANE) {
 
 function nodeLabel(n) {
   if (n.kind === "table") return `${n.rows} rows · v${n.version}`;
+  if (n.kind === "result" && n.run) return `${n.rows} rows · run ${n.run.number} of ${n.run.output} · ${new Date(n.run.written_at * 1000).toISOString().slice(0, 16).replace("T", " ")}`;
   if (n.kind === "result") return `${n.rows} rows · saved ${new Date(n.created_at * 1000).toISOString().slice(0, 16).replace("T", " ")}`;
   return "view";
 }
@@ -281,7 +282,7 @@ function drawGraph(graph, hits) {
     make("rect", {width: W, height: H}, g);
     make("text", {x: 8, y: 18, "font-weight": 600}, g).textContent = `${n.kind === "result" ? "▣" : n.kind === "view" ? "◇" : "▤"} ${n.id}`;
     make("text", {x: 8, y: 34}, g).textContent = nodeLabel(n);
-    if (n.stale) make("text", {x: 8, y: 49, class: "stale"}, g).textContent = "STALE";
+    if (n.stale || n.pruned_at) make("text", {x: 8, y: 49, class: "stale"}, g).textContent = n.pruned_at ? "PAST RETENTION" : "STALE";
     if (hits && hits[n.id] !== undefined) {
       make("text", {x: W - 8, y: 18, "text-anchor": "end", class: "badge"}, g).textContent = `${hits[n.id]} hit`;
     }
@@ -332,8 +333,9 @@ async function pipelineView(params) {
       el("ul", {}, staleList.map(([n, why]) => el("li", {class: "stale"}, el("b", {}, n), ": ", why)))) : null,
     answerBox,
     el("h3", {}, "Nodes"),
-    rowsTable(["name", "kind", "rows", "version or save", "status"], graph.nodes.map(n => ({
-      name: n.id, kind: n.kind, rows: n.rows ?? "", status: n.stale ? `STALE: ${n.stale}` : (n.kind === "view" ? "" : "current"),
+    rowsTable(["name", "kind", "rows", "run", "version or save", "status"], graph.nodes.map(n => ({
+      name: n.id, kind: n.kind, rows: n.rows ?? "", run: n.run ? `run ${n.run.number} of ${n.run.output}` : "",
+      status: n.pruned_at ? "PAST RETENTION: lineage dropped, rows kept" : n.stale ? `STALE: ${n.stale}` : (n.kind === "view" ? "" : "current"),
       "version or save": n.kind === "table" ? `v${n.version}` : n.kind === "result" ? n.stamp : ""})),
       {onRow: r => { if (r.kind !== "view") location.hash = `#/${r.kind}/${encodeURIComponent(r.name)}`; }}));
   if (params.get("source")) await impactInSteps(graph, params, graphBox, answerBox);
@@ -391,7 +393,7 @@ function impactAnswer(answer, params) {
     return el("a", {href: withToken(`/api/impact/export?${query}`), id: `export-${fmt}`, download: ""}, fmt.toUpperCase());
   };
   const sections = Object.entries(answer.results).map(([name, r]) => el("div", {class: "impact-result", "data-result": name},
-    el("h3", {}, `${name}: ${r.count} affected rows`, r.rows.length < r.count ? ` (first ${r.rows.length}; the export has them all)` : ""),
+    el("h3", {}, `${name}${r.run ? ` (${r.run})` : ""}: ${r.count} affected rows`, r.rows.length < r.count ? ` (first ${r.rows.length}; the export has them all)` : ""),
     r.rows.length ? rowsTable(["_row", ...r.columns], r.rows.map(a => ({_row: a._row, ...a.values, DL: a.DL})), {
       extra: [["DL (bad ids)", a => a.DL.join(" ")], ["", a => el("button", {onclick: ev => {
         ev.stopPropagation(); location.hash = `#/why/${encodeURIComponent(name)}/${a._row}`; }}, "why")]]}) : null));
@@ -452,6 +454,8 @@ async function rowsView(kind, name, params) {
     extra = [["DL", r => el("span", {class: "dl"}, dlCounts(r.__dl))],
              ["", r => el("button", {class: "why", onclick: ev => {
                ev.stopPropagation(); location.hash = `#/why/${encodeURIComponent(name)}/${r._row}`; }}, "why")]];
+    if (page.run) title.append(el("span", {class: "note"}, ` — ${page.run}`));
+    if (page.pruned_at) title.append(el("span", {class: "stale"}, " — PAST RETENTION: lineage dropped, rows kept"));
     if (page.stale) title.append(el("span", {class: "stale"}, ` — STALE: ${page.stale}`));
     filter.placeholder = filterExample(page.columns, rows[0]);
   } else {
