@@ -95,10 +95,10 @@ def function_samples(F, Window) -> dict[str, list]:
     i, s, a = F.col("i"), F.col("s"), F.col("a")
     return {
         "math": [F.sqrt("f"), F.round(F.col("f") * 3.3, 1), F.pow("i", 2), F.pmod("i", F.lit(2)), F.abs(-i),
-                 F.log(2.0, i + 1), F.greatest("i", F.lit(2)), F.log10("i"), F.log2(i + 4), F.ln("i")],
+                 F.log(2.0, i + 1), F.greatest("i", F.lit(2)), F.ln("i")],
         "string": [F.upper("s"), F.concat_ws("-", "s", "s"), F.regexp_extract("s", r"(\d)", 1), F.substring("s", 1, 2),
                    F.lpad("s", 5, "*"), F.split("s", "n"), F.format_string("%s:%d", "s", "i"), s.like("a%"),
-                   s.rlike("^b"), s.startswith("b"), s.substr(1, 1), F.to_char("i", F.lit("0999")), F.instr("s", "n"),
+                   s.rlike("^b"), s.startswith("b"), s.substr(1, 1), F.instr("s", "n"),
                    F.ltrim("s", F.lit("a")), F.rtrim("s", F.lit("b"))],
         "date-time": [F.date_add("dt", 1), F.datediff(F.lit("2025-01-01").cast("date"), "dt"),
                       F.date_format("dt", "yyyy/MM"), F.last_day("dt"), F.add_months("dt", 1), F.year("ts"),
@@ -116,7 +116,7 @@ def function_samples(F, Window) -> dict[str, list]:
                   F.array_join(a.cast("array<string>"), ","), F.array_size("a")],
         "map-struct": [F.map_keys("m"), F.col("m")["ann"], F.col("st.q"), F.col("st").getField("p"), F.col("st").p,
                        F.to_json("st"), F.struct("*"), F.named_struct(F.lit("z"), "i")],
-        "json-csv": [F.to_json(F.parse_json(F.lit('{"a": 1}'))), F.from_json("j", "k INT"),
+        "json-csv": [F.from_json("j", "k INT"),
                      F.get_json_object("j", "$.k"), F.to_csv(F.struct("i", "s")),
                      F.json_tuple("j", "k")],
         "hash-binary": [F.md5("s"), F.xxhash64("s", "i"), F.hash("i"), F.base64(s.cast("binary")),
@@ -127,8 +127,7 @@ def function_samples(F, Window) -> dict[str, list]:
         "bitwise-operators": [F.shiftleft("i", 2), F.bitwise_not("i"), i.bitwiseAND(3), F.bit_count("i"), i % 2,
                               (i + 1) * 2 - i / 2, 2 ** i, ~(i > 1) | (i == 3) & (i != 2), 1 - i],
         "aggregate": [F.sum("i"), F.count("*"), F.countDistinct("s"), F.sort_array(F.collect_list("s")),
-                      F.max_by("s", "i"), F.avg("f"), F.percentile_approx("i", 0.5), F.try_sum("i"),
-                      F.listagg("s"), F.string_agg("s", "-")],
+                      F.max_by("s", "i"), F.avg("f"), F.percentile_approx("i", 0.5), F.try_sum("i")],
         "window": [F.row_number().over(every), F.lag("i").over(every), F.sum("i").over(by_s), F.rank().over(every),
                    F.ntile(2).over(every), F.first("s").over(every)],
         "generator": [F.posexplode("a")],
@@ -156,6 +155,17 @@ def test_each_kind_of_function_is_traced_as_spark_evaluates_it(api, kind):
     traced = session.trace(frame)
     assert [name.lower() for name in traced.columns[:-1]] == [name.lower() for name in frame.columns]
     assert values(traced.collect()) == values(frame.collect())
+
+
+@pytest.mark.xfail(strict=True, reason="found: sqlglot's Spark dialect, which every query goes through, writes "
+                                       "LOG10(x) as LOG(10, x) and TO_CHAR(x, f) as a CAST: a query in SQL is traced "
+                                       "with other values (the DataFrame functions are refused, api_coverage.py)")
+@pytest.mark.parametrize("expression", ["log10(CAST(id AS INT))", "to_char(CAST(id AS INT), '0999')",
+                                        "listagg(name)"])
+def test_a_query_in_sql_keeps_sparks_values_of_functions_sqlglot_rewrites(api, expression):
+    session, _ = api
+    query = f"SELECT {expression} AS v FROM t"
+    assert values(session.sql(query).collect()) == values(session.frames.sql(query).collect())
 
 
 @pytest.mark.xfail(strict=True, reason="found: a traced DataFrame's columns are named in lower case (the rewriter "
@@ -209,6 +219,10 @@ def refused_samples(F, spark, b) -> dict:
         "years": lambda: b.select(F.partitioning.years("ts")), "months": lambda: b.select(F.months("ts")),
         "days": lambda: b.select(F.days("ts")), "hours": lambda: b.select(F.hours("ts")),
         "bucket": lambda: b.select(F.bucket(F.lit(2), "i")), "UDTF": pandas_udtf,
+        "log10": lambda: b.select(F.log10("i")), "to_char": lambda: b.select(F.to_char("i", F.lit("0999"))),
+        "parse_json": lambda: b.select(F.parse_json("j")), "listagg": lambda: b.agg(F.listagg("s")),
+        "shuffle": lambda: b.select(F.shuffle("a")), "current_catalog": lambda: b.select(F.current_catalog()),
+        "localtimestamp": lambda: b.select(F.localtimestamp()),
         "spark.read.changes": lambda: spark.read.changes("t"),
     }
 
@@ -220,7 +234,8 @@ REFUSED_SAMPLES = ["sample", "randomSplit", "mapInPandas", "mapInArrow", "to(sch
                    "cogroup",
                    "na.replace ", "crosstab ", "freqItems ", "sampleBy ", "withField", "dropFields",
                    "input_file_name", "input_file_block_start", "input_file_block_length", "years", "months", "days",
-                   "hours", "bucket", "UDTF", "spark.read.changes"]
+                   "hours", "bucket", "UDTF", "spark.read.changes", "log10", "to_char", "parse_json", "listagg",
+                   "shuffle", "current_catalog", "localtimestamp"]
 
 
 @pytest.mark.parametrize("name", REFUSED_SAMPLES)
@@ -247,6 +262,8 @@ RENAMED_ALIKE = {
     "named_struct": "STRUCT", "first": "FIRST", "last": "FIRST", "bit_get": "GETBIT", "date_sub": "DATE_ADD",
     "pow": "POWER", "reduce": "AGGREGATE", "ltrim": "TRIM", "rtrim": "TRIM", "timestamp_add": "DATE_ADD",
     "timestamp_diff": "TIMESTAMPDIFF",
+    "array_size": "SIZE",  # alike under ANSI mode, Spark 4's default (SIZE(NULL) is -1 with legacy sizeOfNull)
+    "unix_date": "DATEDIFF",  # DATEDIFF(DAY, DATE '1970-01-01', d)
 }
 
 
@@ -285,3 +302,32 @@ def test_a_function_sqlglot_would_print_as_another_is_reviewed():
                 renamed.setdefault(name, set()).add(head or text)
     unreviewed = {name: heads for name, heads in renamed.items() if heads - {RENAMED_ALIKE.get(name)}}
     assert unreviewed == {}
+
+
+def test_a_jobs_refused_sinks_and_writer_settings_are_refused_by_name(job):
+    """The writer and sink refusals of the table that tests/test_jobs.py does not run: each
+    refused at its script line, nothing saved or written."""
+    from dltrace.dataframe.jobs import JobError
+
+    data = job.data
+    cases = {
+        "x.writeStream": "writeStream",
+        'x.mergeInto("t", F.lit(True))': "mergeInto",
+        'x.writeTo("t").partitionedBy(F.col("category")).create()': "partitioning",
+        'x.writeTo("t").tableProperty("a", "b").create()': "table properties",
+        'x.writeTo("t").overwrite(F.lit(True))': "condition",
+        'x.write.saveAsTable("t", compression="snappy")': "with options",
+        f'x.write.text("{data}/out")': "text files",
+        f'spark.read.xml("{data}/products.json", rowTag="r").count()': "xml files",
+    }
+    for call, said in cases.items():
+        with pytest.raises(JobError) as refused:
+            job(f"""
+                from pyspark.sql import SparkSession, functions as F
+                spark = SparkSession.builder.getOrCreate()
+                x = spark.read.json("{data}/products.json")
+                {call}
+            """)
+        assert "line 5" in str(refused.value) and said in str(refused.value), call
+        assert refused.value.exit_code == 2 and "\n" not in str(refused.value), call
+    assert not job.session.store.list() and not (data / "out").exists()

@@ -32,12 +32,6 @@ BINARY = {
     "and": exp.And, "or": exp.Or, "+": exp.Add, "-": exp.Sub, "*": exp.Mul, "/": exp.Div, "%": exp.Mod,
     "&": exp.BitwiseAnd, "|": exp.BitwiseOr, "^": exp.BitwiseXor,
 }
-# functions sqlglot's node would print as another call Spark evaluates otherwise, kept as Spark's
-# own call by name (True: an aggregate): LOG10(x) as LOG(10, x) (other last digits), TO_CHAR's
-# format and PARSE_JSON dropped, LISTAGG given a ',' delimiter, ARRAY_SIZE as SIZE (-1 for NULL
-# where legacy sizeOfNull is on), UNIX_DATE as a DATEDIFF over timestamps
-SPARKS_OWN = {"log10": False, "log2": False, "to_char": False, "to_varchar": False, "parse_json": False,
-              "array_size": False, "unix_date": False, "listagg": True, "string_agg": True}
 # scalar types of Connect's DataType message, as Spark SQL names them
 SIMPLE_TYPES = {
     "null": "VOID", "binary": "BINARY", "boolean": "BOOLEAN", "byte": "TINYINT", "short": "SMALLINT",
@@ -380,11 +374,7 @@ def parse_expression(text: str) -> exp.Expression:
 
 def build_function(name: str, args: list[exp.Expression]) -> exp.Expression:
     """The node the Spark SQL parser makes of ``name(args)``: ``SUM`` for sum, ``Anonymous``
-    for a function (or a registered UDF) sqlglot does not know, or one whose node Spark would
-    evaluate otherwise (``SPARKS_OWN``)."""
-    lowered = name.lower()
-    if lowered in SPARKS_OWN:
-        return (exp.AnonymousAggFunc if SPARKS_OWN[lowered] else exp.Anonymous)(this=name, expressions=args)
+    for a function (or a registered UDF) sqlglot does not know."""
     text = exp.Anonymous(this=name, expressions=args).sql(dialect=SPARK)
     try:
         node = parse_expression(text)
