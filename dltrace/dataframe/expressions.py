@@ -21,6 +21,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
+from dltrace.dataframe.api_coverage import METADATA_COLUMN, REFUSED_FUNCTIONS, refused_expression, refused_function
 from dltrace.errors import BadInput, UnsupportedLineage
 from dltrace.rewriter.dialect import SPARK
 
@@ -46,6 +47,8 @@ class Scope(Protocol):
     def column(self, identifier: str, plan_id: int | None) -> exp.Expression: ...
 
     def star(self, target: str | None, plan_id: int | None) -> list[exp.Expression]: ...
+
+    def named_star(self, star) -> list[tuple[exp.Expression, object]]: ...
 
     def resolve_sql(self, expression: exp.Expression) -> exp.Expression: ...
 
@@ -175,8 +178,8 @@ class ExpressionTranslator:
     def __call__(self, message) -> exp.Expression:
         kind = message.WhichOneof("expr_type")
         handler: Callable | None = getattr(self, f"_{kind}", None)
-        if handler is None:
-            raise UnsupportedLineage(f"DataFrame: expressions of kind {kind} are not supported by dltrace")
+        if handler is None:  # named by the API call that makes it (api_coverage.py)
+            raise UnsupportedLineage(refused_expression(kind))
         return handler(getattr(message, kind))
 
     def many(self, messages) -> list[exp.Expression]:
@@ -188,6 +191,9 @@ class ExpressionTranslator:
     def _unresolved_attribute(self, message) -> exp.Expression:
         plan_id = message.plan_id if message.HasField("plan_id") else None
         name = message.unparsed_identifier
+        if message.is_metadata_column:
+            raise UnsupportedLineage(f"DataFrame: metadataColumn({name!r}) is not supported by dltrace: "
+                                     f"{METADATA_COLUMN}")
         if name in self.lambda_names:
             return exp.to_identifier(name)
         return self.scope.column(name, plan_id)
@@ -208,6 +214,9 @@ class ExpressionTranslator:
 
     def _expression_string(self, message) -> exp.Expression:
         parsed = parse_expression(message.expression)
+        refused = [f.name for f in parsed.find_all(exp.Anonymous) if f.name.lower() in REFUSED_FUNCTIONS]
+        if refused:
+            raise UnsupportedLineage(refused_function(refused[0]))
         return self.scope.resolve_sql(parsed)
 
     def _sort_order(self, message) -> exp.Expression:
@@ -298,6 +307,8 @@ class ExpressionTranslator:
     def function(self, name: str, arguments: list, distinct: bool) -> exp.Expression:
         """A call of Spark function ``name`` (or a Column operator pyspark sends as one)."""
         lowered = name.lower()
+        if lowered in REFUSED_FUNCTIONS:
+            raise UnsupportedLineage(refused_function(name))
         if lowered in BINARY and len(arguments) == 2:
             left, right = self.many(arguments)
             return BINARY[lowered](this=wrap(left), expression=wrap(right))
@@ -328,13 +339,29 @@ class ExpressionTranslator:
         if lowered == "count" and len(arguments) == 1 and arguments[0].WhichOneof("expr_type") == "unresolved_star":
             return exp.Count(this=exp.Star())
         if lowered == "struct":  # an argument's alias names its field: STRUCT(1 AS a), as Spark names it
-            return exp.Struct(expressions=[
-                exp.PropertyEQ(this=exp.to_identifier(argument.alias.name[-1]), expression=self(argument.alias.expr))
-                if argument.WhichOneof("expr_type") == "alias" else self(argument) for argument in arguments])
-        args = self.many(arguments)
+            return exp.Struct(expressions=[field for argument in arguments for field in self.struct_fields(argument)])
+        args = [value for argument in arguments for value in self.arguments(argument)]
         if distinct:
             args = [exp.Distinct(expressions=args)]
         return build_function(name, args)
+
+    def arguments(self, argument) -> list[exp.Expression]:
+        """A call's argument; ``*`` (``F.array("*")``) the columns it stands for, as Spark expands it."""
+        if argument.WhichOneof("expr_type") == "unresolved_star":
+            return [ref for ref, _ in self.scope.named_star(argument.unresolved_star)]
+        return [self(argument)]
+
+    def struct_fields(self, argument) -> list[exp.Expression]:
+        """A field of ``struct(...)`` named as Spark names it: by its alias, or for ``*``
+        (``F.struct("*")``, ``df.toJSON()``) by each column's name."""
+        kind = argument.WhichOneof("expr_type")
+        if kind == "alias":
+            name = exp.to_identifier(argument.alias.name[-1])
+            return [exp.PropertyEQ(this=name, expression=self(argument.alias.expr))]
+        if kind == "unresolved_star":
+            return [exp.PropertyEQ(this=exp.to_identifier(column.name), expression=ref)
+                    for ref, column in self.scope.named_star(argument.unresolved_star)]
+        return [self(argument)]
 
 
 def parse_expression(text: str) -> exp.Expression:

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from dltrace.dataframe import job_files, table_runs
+from dltrace.dataframe import api_coverage, job_files, table_runs
 from dltrace.dataframe.built_at import BuiltAt
 from dltrace.dataframe.expressions import decimal_digits
 from dltrace.dataframe.read_back import read_back
@@ -372,7 +372,8 @@ def io_as_steps(job: JobRun) -> Iterator[None]:
         own(job.save_path)(writer, path)
 
     earlier: dict = {}  # Connect's own methods, filled before any patched one runs
-    patches = {(DataFrameReader, "load"): load, (DataFrameWriter, "save"): save, **table_writes(job, own, earlier)}
+    patches = {(DataFrameReader, "load"): load, (DataFrameWriter, "save"): save, **table_writes(job, own, earlier),
+               **api_coverage.refusing_sinks()}  # mergeInto, writeStream
     earlier.update({key: getattr(*key) for key in patches})
     job.originals = {"save": earlier[DataFrameWriter, "save"], "saveAsTable": earlier[DataFrameWriter, "saveAsTable"]}
     restore(patches)

@@ -24,6 +24,7 @@ from itertools import count
 
 from sqlglot import exp
 
+from dltrace.dataframe.api_coverage import REFUSED_RELATIONS, refused_relation
 from dltrace.dataframe.as_written import as_written
 from dltrace.dataframe.expressions import split_identifier
 from dltrace.dataframe.generators import select_generating
@@ -38,22 +39,6 @@ from dltrace.errors import BadInput, UnknownColumn, UnknownTable, UnsupportedLin
 JOINS = {  # Join.JoinType: (side, kind) of sqlglot's Join
     0: ("", "INNER"), 1: ("", "INNER"), 2: ("FULL", "OUTER"), 3: ("LEFT", "OUTER"), 4: ("RIGHT", "OUTER"),
     5: ("LEFT", "ANTI"), 6: ("LEFT", "SEMI"), 7: ("", "CROSS"),
-}
-# relations without exact lineage, and the DataFrame API call that makes each
-REFUSED = {
-    "cached_local_relation": "createDataFrame of data Spark caches on the server (register it as a table)",
-    "chunked_cached_local_relation": "createDataFrame of data Spark caches on the server (register it as a table)",
-    "sample": "sample",
-    "map_partitions": "mapInPandas / mapInArrow", "group_map": "applyInPandas", "co_group_map": "cogroup",
-    "apply_in_pandas_with_state": "applyInPandasWithState",
-    "tail": "tail", "to_schema": "to(schema)", "collect_metrics": "observe", "with_watermark": "withWatermark",
-    "parse": "from_json/from_csv of a DataFrame", "as_of_join": "asOfJoin", "lateral_join": "lateralJoin",
-    "transpose": "transpose", "unresolved_table_valued_function": "a table-valued function",
-    "replace": "na.replace", "sample_by": "sampleBy", "summary": "summary", "describe": "describe",
-    "crosstab": "crosstab", "freq_items": "freqItems", "approx_quantile": "approxQuantile", "cov": "cov",
-    "corr": "corr", "zip": "zip", "nearest_by_join": "a nearest join", "catalog": "a catalog listing",
-    "cached_remote_relation": "a cached remote DataFrame",
-    "show_string": "show", "html_string": "show",
 }
 
 
@@ -91,11 +76,9 @@ class PlanTranslator:
 
     def relation(self, message) -> Frame:
         kind = message.WhichOneof("rel_type")
-        if kind in REFUSED:
-            raise UnsupportedLineage(f"DataFrame: {REFUSED[kind]} has no exact lineage: dltrace refuses it")
         handler = getattr(self, f"_{kind}", None)
-        if handler is None:
-            raise UnsupportedLineage(f"DataFrame: the operator {kind} is not supported by dltrace")
+        if kind in REFUSED_RELATIONS or handler is None:  # the API call that makes it, named (api_coverage.py)
+            raise UnsupportedLineage(refused_relation(kind))
         frame = handler(getattr(message, kind), message)
         plan_id = message.common.plan_id if message.HasField("common") and message.common.HasField("plan_id") \
             else None

@@ -133,6 +133,13 @@ class Scope:
                 raise UnknownColumn(f"DataFrame: {target} names no DataFrame alias or table here")
         return items
 
+    def named_star(self, star) -> list[tuple[exp.Expression, Column]]:
+        """``*`` among a call's arguments (Connect's ``UnresolvedStar``): its columns, named as Spark names them."""
+        for frame in self.frames:
+            self.translator.name_all(frame)
+        return self.star(star.unparsed_target if star.HasField("unparsed_target") else None,
+                         star.plan_id if star.HasField("plan_id") else None)
+
     def resolve_sql(self, expression: exp.Expression) -> exp.Expression:
         """A parsed SQL expression (``F.expr``, ``selectExpr``) with its columns resolved here."""
         for column in list(expression.find_all(exp.Column)):
