@@ -43,7 +43,7 @@ from dltrace.errors import BadInput, DltraceError
 IDLE_MINUTES = 30.0
 START_TIMEOUT = 300  # seconds for the server's JVM to start and serve
 STOP_TIMEOUT = 60
-HEALTH_SECONDS = 5.0  # for a running server to answer before a command uses it
+HEALTH_SECONDS = 15.0  # for a running server to answer before a command uses it
 POLL_SECONDS = 2.0  # how often the server looks at its idleness and a stop request
 MODES = ("on", "off", "auto")
 

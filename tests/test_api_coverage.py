@@ -97,11 +97,12 @@ def function_samples(F, Window) -> dict[str, list]:
     i, s, a = F.col("i"), F.col("s"), F.col("a")
     return {
         "math": [F.sqrt("f"), F.round(F.col("f") * 3.3, 1), F.pow("i", 2), F.pmod("i", F.lit(2)), F.abs(-i),
-                 F.log(2.0, i + 1), F.greatest("i", F.lit(2)), F.ln("i")],
+                 F.log(2.0, i + 1), F.greatest("i", F.lit(2)), F.ln("i"), F.log10(i + 1), F.log2(i + 2)],
         "string": [F.upper("s"), F.concat_ws("-", "s", "s"), F.regexp_extract("s", r"(\d)", 1), F.substring("s", 1, 2),
                    F.lpad("s", 5, "*"), F.split("s", "n"), F.format_string("%s:%d", "s", "i"), s.like("a%"),
                    s.rlike("^b"), s.startswith("b"), s.substr(1, 1), F.instr("s", "n"),
-                   F.ltrim("s", F.lit("a")), F.rtrim("s", F.lit("b"))],
+                   F.ltrim("s", F.lit("a")), F.rtrim("s", F.lit("b")), F.to_char(i, F.lit("0999")),
+                   F.to_varchar(i, F.lit("0999"))],
         "date-time": [F.date_add("dt", 1), F.datediff(F.lit("2025-01-01").cast("date"), "dt"),
                       F.date_format("dt", "yyyy/MM"), F.last_day("dt"), F.add_months("dt", 1), F.year("ts"),
                       F.date_trunc("month", "ts"), F.make_date(F.lit(2024), "i", "i"), F.date_sub("dt", 1),
@@ -129,6 +130,7 @@ def function_samples(F, Window) -> dict[str, list]:
         "bitwise-operators": [F.shiftleft("i", 2), F.bitwise_not("i"), i.bitwiseAND(3), F.bit_count("i"), i % 2,
                               (i + 1) * 2 - i / 2, 2 ** i, ~(i > 1) | (i == 3) & (i != 2), 1 - i],
         "aggregate": [F.sum("i"), F.count("*"), F.countDistinct("s"), F.sort_array(F.collect_list("s")),
+                      F.length(F.listagg("s")), F.length(F.string_agg("s", "-")),
                       F.max_by("s", "i"), F.avg("f"), F.percentile_approx("i", 0.5), F.try_sum("i")],
         "window": [F.row_number().over(every), F.lag("i").over(every), F.sum("i").over(by_s), F.rank().over(every),
                    F.ntile(2).over(every), F.first("s").over(every)],
@@ -165,15 +167,13 @@ def test_each_kind_of_function_is_traced_as_spark_evaluates_it(api, group):
             values([r[:1] + r[number:number + 1] for r in plain]), name
 
 
-@pytest.mark.xfail(strict=True, reason="found: sqlglot's Spark dialect, which every query goes through, writes "
-                                       "LOG10(x) as LOG(10, x) and TO_CHAR(x, f) as a CAST: a query in SQL is traced "
-                                       "with other values (the DataFrame functions are refused, api_coverage.py)")
-@pytest.mark.parametrize("expression", ["log10(CAST(id AS INT))", "to_char(CAST(id AS INT), '0999')",
-                                        "listagg(name)"])
+@pytest.mark.parametrize("expression", ["log10(CAST(id AS INT))", "log2(CAST(id AS INT) + 1)",
+                                        "to_char(CAST(id AS INT), '0999')", "length(listagg(name))",
+                                        "to_json(parse_json(CASE WHEN j LIKE '{%' THEN j END))"])
 def test_a_query_in_sql_keeps_sparks_values_of_functions_sqlglot_rewrites(api, expression):
     session, _ = api
     query = f"SELECT {expression} AS v FROM t"
-    assert values(session.sql(query).collect()) == values(session.frames.sql(query).collect())
+    assert values(session.sql(query).collect()) == values(session.frames.sql(query).collect())  # sqlglot rewrote them
 
 
 @pytest.mark.xfail(strict=True, reason="found: a traced DataFrame's columns are named in lower case (the rewriter "
@@ -227,8 +227,6 @@ def refused_samples(F, spark, b) -> dict:
         "years": lambda: b.select(F.partitioning.years("ts")), "months": lambda: b.select(F.months("ts")),
         "days": lambda: b.select(F.days("ts")), "hours": lambda: b.select(F.hours("ts")),
         "bucket": lambda: b.select(F.bucket(F.lit(2), "i")), "UDTF": pandas_udtf,
-        "log10": lambda: b.select(F.log10("i")), "to_char": lambda: b.select(F.to_char("i", F.lit("0999"))),
-        "parse_json": lambda: b.select(F.parse_json("j")), "listagg": lambda: b.agg(F.listagg("s")),
         "shuffle": lambda: b.select(F.shuffle("a")), "current_catalog": lambda: b.select(F.current_catalog()),
         "localtimestamp": lambda: b.select(F.localtimestamp()),
         "spark.read.changes": lambda: spark.read.changes("t"),
@@ -242,8 +240,7 @@ REFUSED_SAMPLES = ["sample", "randomSplit", "mapInPandas", "mapInArrow", "to(sch
                    "cogroup",
                    "na.replace ", "crosstab ", "freqItems ", "sampleBy ", "withField", "dropFields",
                    "input_file_name", "input_file_block_start", "input_file_block_length", "years", "months", "days",
-                   "hours", "bucket", "UDTF", "spark.read.changes", "log10", "to_char", "parse_json", "listagg",
-                   "shuffle", "current_catalog", "localtimestamp"]
+                   "hours", "bucket", "UDTF", "spark.read.changes", "shuffle", "current_catalog", "localtimestamp"]
 
 
 @pytest.mark.parametrize("name", REFUSED_SAMPLES)
@@ -261,7 +258,8 @@ def test_each_refused_construct_is_refused_by_name_before_any_query(api, name):
 
 # functions sqlglot prints under another name that Spark evaluates alike (reviewed one by one)
 RENAMED_ALIKE = {
-    "approx_percentile": "PERCENTILE_APPROX", "array_agg": "COLLECT_LIST", "ceiling": "CEIL", "char": "CHR",
+    "string_agg": "LISTAGG", "approx_percentile": "PERCENTILE_APPROX", "array_agg": "COLLECT_LIST",
+    "ceiling": "CEIL", "char": "CHR",
     "char_length": "LENGTH", "character_length": "LENGTH", "curdate": "CURRENT_DATE", "date_diff": "DATEDIFF",
     "ifnull": "COALESCE", "nvl": "COALESCE", "lcase": "LOWER", "ucase": "UPPER", "log": "LN", "random": "RAND",
     "sha1": "SHA", "signum": "SIGN", "substr": "SUBSTRING", "to_unix_timestamp": "UNIX_TIMESTAMP",

@@ -67,7 +67,6 @@ def refused_expression(kind: str) -> str:
 FILE_LOCATION = ("the file a row was read from: dltrace's query reads the registered table (a copy for CSV and JSON) "
                  "or a saved result, not the job's file")
 METADATA_COLUMN = "a file's metadata column: dltrace's query reads the registered table, not the job's files"
-REWRITTEN = "sqlglot (which dltrace's queries go through) would write it as "
 PARTITION_TRANSFORMS = ("years", "months", "days", "hours", "bucket")
 PARTITION_TRANSFORM = "a partition transform, only for writeTo(...).partitionedBy, which dltrace refuses"
 # functions dltrace refuses (expressions.py), by Spark's name, and why
@@ -76,13 +75,6 @@ REFUSED_FUNCTIONS = {
     "input_file_block_length": FILE_LOCATION,
     "distributed_sequence_id": "zipWithIndex: an index in the order of the partitions of the job's own plan",
     **{name: PARTITION_TRANSFORM for name in PARTITION_TRANSFORMS},
-    # sqlglot, which every query of dltrace's goes through, writes these as calls Spark evaluates otherwise
-    "log10": REWRITTEN + "LOG(10, x), whose last digits differ",
-    "log2": REWRITTEN + "LOG(2, x), whose last digits differ",
-    "to_char": REWRITTEN + "a CAST without its format", "to_varchar": REWRITTEN + "a CAST without its format",
-    "parse_json": REWRITTEN + "its argument (the string, not a VARIANT)",
-    "listagg": REWRITTEN + "LISTAGG with a ',' delimiter where Spark's default is none",
-    "string_agg": REWRITTEN + "LISTAGG with a ',' delimiter where Spark's default is none",
     "shuffle": "sqlglot (which dltrace's queries go through) takes one argument, where PySpark sends the seed too",
     "current_catalog": "sqlglot (which dltrace's queries go through) reads CURRENT_CATALOG() as a column name",
     "localtimestamp": "sqlglot (which dltrace's queries go through) reads LOCALTIMESTAMP() as a column name",

@@ -367,7 +367,7 @@ class ExpressionTranslator:
 def parse_expression(text: str) -> exp.Expression:
     """One Spark SQL expression (``F.expr``, ``selectExpr``, ``filter("...")``), or one line."""
     try:
-        return sqlglot.parse_one(text, read="spark")
+        return sqlglot.parse_one(text, read=SPARK)
     except (ParseError, TokenError) as error:
         raise BadInput(f"DataFrame: the SQL expression {text!r} does not parse: {str(error).splitlines()[0]}") from None
 

@@ -51,7 +51,7 @@ def parse(sql: str) -> exp.Expression:
 def parse_statement(sql: str) -> exp.Expression:
     """One Spark SQL statement of any kind (pipelines run ``CREATE ... AS`` statements)."""
     try:
-        statements = [s for s in sqlglot.parse(sql, read="spark") if s is not None]
+        statements = [s for s in sqlglot.parse(sql, read=SPARK) if s is not None]
     except ParseError as error:
         first = error.errors[0] if error.errors else {}
         near = first.get("highlight")
