@@ -330,13 +330,23 @@ class ExpressionTranslator:
         if lowered == "count" and len(arguments) == 1 and arguments[0].WhichOneof("expr_type") == "unresolved_star":
             return exp.Count(this=exp.Star())
         if lowered == "struct":  # an argument's alias names its field: STRUCT(1 AS a), as Spark names it
-            return exp.Struct(expressions=[
-                exp.PropertyEQ(this=exp.to_identifier(argument.alias.name[-1]), expression=self(argument.alias.expr))
-                if argument.WhichOneof("expr_type") == "alias" else self(argument) for argument in arguments])
+            return exp.Struct(expressions=[self.struct_field(argument) for argument in arguments])
         args = self.many(arguments)
         if distinct:
             args = [exp.Distinct(expressions=args)]
         return build_function(name, args)
+
+
+    def struct_field(self, argument) -> exp.Expression:
+        """A field of ``F.struct``: named by its alias, or by the column it reads as Spark names
+        it (``STRUCT(x AS qty)``: once the query is merged, ``x`` may be what made ``qty``)."""
+        if argument.WhichOneof("expr_type") == "alias":
+            return exp.PropertyEQ(this=exp.to_identifier(argument.alias.name[-1]), expression=self(argument.alias.expr))
+        node = self(argument)
+        if argument.WhichOneof("expr_type") == "unresolved_attribute" and isinstance(node, (exp.Column, exp.Dot)) \
+                and node.output_name:
+            return exp.PropertyEQ(this=exp.to_identifier(node.output_name), expression=node)
+        return node
 
 
 def parse_expression(text: str) -> exp.Expression:
