@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         plain, found, lines = check(classic, lineage, seeds, work,
                                     lambda text: print(text, file=sys.stderr, flush=True))
     failing = sum(1 for outcome in plain.values() if outcome.error)
-    print(f"{len(plain)} programs: {len(plain) - failing} ran, {failing} failed alike or not, "
+    print(f"{len(plain)} programs: {len(plain) - failing} ran, {failing} failing in plain Spark, "
           f"{len(found)} differences")
     for seed, what in sorted(found.items()):
         print(f"\nprogram {seed}: {what}")
