@@ -54,7 +54,10 @@ def _numbers(named_sets, first: int) -> tuple:
         raise DltraceError("lineage not saved: two of the windows' sets held apart have the same 64-bit name "
                            "(a hash collision, about one in 4·10^7 saves of a million sets): save the result with "
                            "its lineage spelled out, as sql() gives it, and report this")
-    table = pa.table({"__dlname": names, SHARED_SET: np.arange(first, first + names.size, dtype=np.int32)})
+    # typed: with no sets held apart (a window over no rows) an untyped column is Arrow's null
+    # type, of which Spark infers no schema (CANNOT_INFER_EMPTY_SCHEMA)
+    table = pa.table({"__dlname": pa.array(names, pa.int64()),
+                      SHARED_SET: np.arange(first, first + names.size, dtype=np.int32)})
     numbered = named_sets.sparkSession.createDataFrame(table)
     rows = named_sets.join(F.broadcast(numbered), "__dlname")
     return rows.select(SHARED_SET, F.col("__dlids").alias(SHARED_ID)), names

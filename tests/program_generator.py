@@ -274,10 +274,9 @@ class ProgramGenerator:
         aggregate, kind = self.x.aggregate(frame)
         listed = f", {chosen!r}" if chosen else ""
         columns = {key: frame.columns[key]} if key else {}
-        columns.update({v: kind for v in (chosen or values)})
+        # without values the columns are the data's (none over no rows): the next lines read the key only
+        columns.update({v: kind for v in (chosen or [])})
         grouped = f"groupBy('{key}')" if key else "groupBy()"
-        # the columns of a pivot without values are the data's: the model is approximate, so
-        # the frame is left without a key and its columns are read from the values chosen
         return self.new(f"{frame.name}.{grouped}.pivot('{pivot}'{listed}).agg({aggregate})", columns, None)
 
     def reshape(self, frame: Frame) -> Frame:

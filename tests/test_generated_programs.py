@@ -75,7 +75,7 @@ def cut_down(setup, *bodies: str) -> dict:
     programs = [Program(i, [*body.strip().splitlines(), "f.write.mode('overwrite').parquet(OUT + '/@OUT')",
                             "f.orderBy(*f.columns).show(truncate=False)"]) for i, body in enumerate(bodies)]
     plain, found, _ = compare(setup, programs)
-    assert [seed for seed, outcome in plain.items() if outcome.error or not outcome.rows] == []
+    assert [seed for seed, outcome in plain.items() if outcome.error or outcome.rows is None] == []
     return found
 
 
@@ -108,3 +108,12 @@ f2 = f1.withColumn('s', F.struct('flag', 'qty'))
 f = f2.unionByName(f1.withColumn('s', F.struct('qty', 'flag')), allowMissingColumns=True)
 """, "f = events.withColumn('qty', F.col('qty') + 1)"
        ".select('id', F.struct('qty', F.col('info.city')).alias('s'))") == {}
+
+
+def test_a_window_over_no_rows(programs_setup):
+    """Found by the generator (seeds 25, 28, 33, 39, 85): a window over a frame with no rows
+    failed the save with CANNOT_INFER_EMPTY_SCHEMA (the windows' sets held apart, none, were an
+    untyped Arrow column); plain Spark writes the empty file."""
+    found = cut_down(programs_setup, "f = events.filter(F.col('code').startswith('a'))"
+                                     ".withColumn('r', F.rank().over(Window.orderBy('amount')))")
+    assert found == {}
