@@ -48,14 +48,19 @@ def _numbers(named_sets, first: int) -> tuple:
     import numpy as np
     import pyarrow as pa
     from pyspark.sql import functions as F
+    from pyspark.sql.types import IntegerType, LongType, StructField, StructType
 
     names = np.sort(named_sets.select("__dlname").toArrow().column("__dlname").to_numpy())
     if names.size > 1 and bool((names[1:] == names[:-1]).any()):
         raise DltraceError("lineage not saved: two of the windows' sets held apart have the same 64-bit name "
                            "(a hash collision, about one in 4·10^7 saves of a million sets): save the result with "
                            "its lineage spelled out, as sql() gives it, and report this")
-    table = pa.table({"__dlname": names, SHARED_SET: np.arange(first, first + names.size, dtype=np.int32)})
-    numbered = named_sets.sparkSession.createDataFrame(table)
+    table = pa.table({"__dlname": pa.array(names, pa.int64()),
+                      SHARED_SET: np.arange(first, first + names.size, dtype=np.int32)})
+    # with no sets held apart (a window over no rows) the schema is given: Spark infers none
+    # from no rows (CANNOT_INFER_EMPTY_SCHEMA)
+    empty = StructType([StructField("__dlname", LongType()), StructField(SHARED_SET, IntegerType())])
+    numbered = named_sets.sparkSession.createDataFrame(table, schema=empty if not names.size else None)
     rows = named_sets.join(F.broadcast(numbered), "__dlname")
     return rows.select(SHARED_SET, F.col("__dlids").alias(SHARED_ID)), names
 

@@ -114,6 +114,8 @@ def literal(message) -> exp.Expression:
         return cast_to(exp.Literal.string(moment.isoformat(sep=" ")), "TIMESTAMP_NTZ")
     if kind == "array":
         return exp.Array(expressions=[literal(element) for element in value.elements])
+    if kind == "binary":  # X'6162': a BINARY literal, never NULL, as Spark types F.lit(bytearray(...))
+        return exp.HexString(this=value.hex().upper())
     raise UnsupportedLineage(f"DataFrame: a literal of type {kind} is not supported by dltrace")
 
 
@@ -361,7 +363,10 @@ class ExpressionTranslator:
         if kind == "unresolved_star":
             return [exp.PropertyEQ(this=exp.to_identifier(column.name), expression=ref)
                     for ref, column in self.scope.named_star(argument.unresolved_star)]
-        return [self(argument)]
+        node = self(argument)  # a column's field is named after it (once the query is merged, x may make qty)
+        if kind == "unresolved_attribute" and isinstance(node, (exp.Column, exp.Dot)) and node.output_name:
+            return [exp.PropertyEQ(this=exp.to_identifier(node.output_name), expression=node)]
+        return [node]
 
 
 def parse_expression(text: str) -> exp.Expression:
@@ -375,11 +380,18 @@ def parse_expression(text: str) -> exp.Expression:
 def build_function(name: str, args: list[exp.Expression]) -> exp.Expression:
     """The node the Spark SQL parser makes of ``name(args)``: ``SUM`` for sum, ``Anonymous``
     for a function (or a registered UDF) sqlglot does not know."""
-    text = exp.Anonymous(this=name, expressions=args).sql(dialect=SPARK)
+    # an argument reading a struct's field (``t.s.f``) would come back from the text as a column
+    # of table ``s`` in database ``t``: it goes through as a placeholder, put back after
+    held = {f"_dl_arg{i}": arg for i, arg in enumerate(args) if arg.find(exp.Dot)}
+    shown = [exp.column(f"_dl_arg{i}") if f"_dl_arg{i}" in held else arg for i, arg in enumerate(args)]
+    text = exp.Anonymous(this=name, expressions=shown).sql(dialect=SPARK)
     try:
         node = parse_expression(text)
     except BadInput:
         return exp.Anonymous(this=name, expressions=args)
+    for column in list(node.find_all(exp.Column)):
+        if not column.table and column.name in held:
+            column.replace(held[column.name])
     return node
 
 
