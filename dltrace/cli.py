@@ -73,17 +73,17 @@ def run(args: argparse.Namespace) -> int:
     (dltrace/progress.py)."""
     warm = getattr(args, "uses_spark", True) and server.use_if_running(getattr(args, "master", None),
                                                                        say_used=getattr(args, "says_spark", False))
-    state = server.read_state() if warm else None
     try:
         with progress.shown(getattr(args, "quiet", False), getattr(args, "verbose", False)):
             return args.handler(args)
     except Exception as error:
-        if warm and (state is None or not server.alive(state["pid"])):  # the Spark it ran on went away
-            raise server.Stopped(state, error) from None
+        if warm and not server.alive(warm["pid"]):  # the Spark it ran on went away
+            raise server.Stopped(warm, error) from None
         raise
     finally:
         if warm:
             server.touch_used()
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -25,7 +25,7 @@ from dltrace.delta import is_delta, live_files
 from dltrace.errors import BadInput, CatalogError
 from dltrace.ids import make_id
 from dltrace.recovery import WRITER_FILE, temporary_name, writer
-from dltrace.storage import Location, glob, is_glob, location
+from dltrace.storage import Location, found, glob, is_glob, location
 from dltrace.table_data import file_records, listed_files, previous_ids, unchanged_files
 
 FORMATS = ("parquet", "csv", "json", "orc")
@@ -199,7 +199,7 @@ def _options(source: Location, path, fmt: str | None, header: bool | None, key: 
              order_by: list[str] | None, copy: bool) -> tuple[str, list[str] | None, list[str] | None, dict]:
     """The source's format, the key and order columns stripped, and the options that make
     another source of the same files (part of the fingerprint)."""
-    if not source.exists() and not (is_glob(source) and glob(source)):
+    if not found(source):
         raise BadInput(f"{path}: no such file or directory")
     fmt = (fmt or guess_format(source)).lower()
     if fmt not in FORMATS:

@@ -52,12 +52,12 @@ class Stopped(DltraceError):
     """The warm server a command ran on stopped under it (killed, out of memory, ``dltrace
     server stop``): not the command's own failure, and running it again is the remedy."""
 
-    def __init__(self, state: dict | None, error: Exception) -> None:
+    def __init__(self, state: dict, error: Exception) -> None:
         first = next((line.strip() for line in str(error).splitlines() if line.strip()), "")
         said = str(error) if isinstance(error, DltraceError) else f"{type(error).__name__}: {first}"
-        which = f"the warm server (pid {state['pid']})" if state else "the warm server"
-        super().__init__(f"{which} this command ran on stopped during it: run the command again (on its own "
-                         f"Spark if no server runs; `dltrace run --resume` completes a job's run): {said}")
+        super().__init__(f"the warm server (pid {state['pid']}) this command ran on stopped during it: run the "
+                         f"command again (on its own Spark if no server runs; `dltrace run --resume` completes a "
+                         f"job's run): {said}")
 
 
 def state_dir() -> Path:
@@ -207,8 +207,8 @@ def stop_process(pid: int) -> None:
             pass
 
 
-def use_if_running(master: str | None, say_used: bool = False) -> str | None:
-    """The server's URL for this command, set as its ``SPARK_REMOTE``, when the command may use
+def use_if_running(master: str | None, say_used: bool = False) -> dict | None:
+    """The server's state, its URL set as this command's ``SPARK_REMOTE``, when the command may use
     it: no Spark named (``--master``, ``SPARK_MASTER``, ``SPARK_REMOTE``), ``DLTRACE_SERVER``
     not off, and a server of this dltrace running (started here first under ``auto``), this
     user's and answering (``unusable``).  A server passed over is said on stderr, with why;
@@ -237,7 +237,7 @@ def use_if_running(master: str | None, say_used: bool = False) -> str | None:
     if say_used:
         print(f"dltrace: on the warm server at {state['url']} (pid {state['pid']}; DLTRACE_SERVER=off runs "
               f"without it)", file=sys.stderr)
-    return state["url"]
+    return state
 
 
 def unusable(state: dict) -> str | None:

@@ -45,8 +45,9 @@ DEFAULT_CONF = {
     # groups an object aggregate (the native DLUNION, SortedIds) keeps per task in a hash map
     # before it sorts the rest of its input (Spark's default 128): a group's ids are a long[],
     # not boxed objects, so thousands of groups per task cost no sort (the window bench's
-    # daily groups at 10x nycflights13: 3.1 s -> 1.35 s; docs/performance.md, stop 62's "window
-    # sets named by numbers"); past 65,536 groups in a task it sorts the rest, as before.  The
+    # daily groups at 10x nycflights13: 3.1 s -> 1.35 s; docs/performance.md, 2026-11-29
+    # (8f8f8aa) "window sets named by numbers"); past 65,536 groups in a task it sorts the
+    # rest, as before.  The
     # hash map's buffers are outside Spark's memory accounting: a task holds its own input's
     # ids at most (a split or a shuffle partition), which spark.driver.memory bounds
     "spark.sql.objectHashAggregate.sortBased.fallbackThreshold": "65536",

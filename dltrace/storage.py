@@ -265,6 +265,11 @@ def is_glob(where: str | os.PathLike | Location) -> bool:
     return bool(GLOB_CHARACTERS & set(str(where)))
 
 
+def found(where: Location) -> bool:
+    """Whether ``where`` names something: a file or directory, or a pattern matching one."""
+    return where.exists() or (is_glob(where) and bool(glob(where)))
+
+
 def glob(pattern: Location) -> list[Location]:
     """What a location with wildcards matches (``/data/events/*.parquet``), as ``glob.glob``."""
     parts = pattern.path.split("/")

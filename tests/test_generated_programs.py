@@ -1,4 +1,4 @@
-"""Generated DataFrame programs run plain and under ``dltrace run`` must agree (issue 65, item 2).
+"""Generated DataFrame programs run plain and under ``dltrace run`` must agree.
 
 ``tests/program_generator.py`` writes the programs, ``tests/program_check.py`` runs them, plain
 (classic Spark, as ``spark-submit``) and traced (``run_job`` on Spark Connect), and compares the
@@ -57,7 +57,7 @@ def test_1000_generated_programs_traced_as_plain_spark_runs_them(programs_setup)
 
 
 def test_the_generator_covers_the_api_and_is_reproducible():
-    """Every construct issue 65 names occurs among 300 programs, and a seed is one program."""
+    """Every construct the generator is for occurs among 300 programs, and a seed is one program."""
     texts = "\n".join(generate(seed).text() for seed in range(300))
     assert generate(7).text() == generate(7).text() and generate(7).text() != generate(8).text()
     for seed in range(300):

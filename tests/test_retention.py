@@ -2,7 +2,7 @@
 ``dltrace results``), and retention (``dltrace results prune NAME --keep-runs N | --before
 DATE``) drops old runs' lineage while the job's files and tables stay byte for byte, later
 runs and reads keep working, and impact says how many rows are past retention
-(dltrace/dataframe/runs.py; issue 64, items 1 and 5).
+(dltrace/dataframe/runs.py).
 
 Oracles: an output's answer is its runs' answers (each run a saved result of its own, as
 before); after a prune, the answer over the kept runs is what it was before, restricted to

@@ -1,4 +1,4 @@
-"""The trial's constructs of issue 65, each a script run plain (classic Spark, as
+"""The constructs of a new user's trial job, each a script run plain (classic Spark, as
 ``spark-submit`` runs it: one process for all of them, ``PLAIN_RUNNER``) and traced
 (``run_job``, in this process): the same printed output, the same Parquet schema
 (nullability included), and for a script that fails, the same line, Spark's error class

@@ -95,10 +95,10 @@ def prune(session, args: argparse.Namespace) -> int:
     """``results prune NAME --keep-runs N --before DATE``: one line of what was dropped and kept."""
     before = runs.moment(args.before, "--before") if args.before is not None else None
     record, pruned = runs.prune(session, args.name, args.keep_runs, before)
-    every = record.run_list()
-    kept = [run for run in every if session.store.get(run.result).pruned_at is None]
-    past = [run for run in every if run not in kept]
-    rows = sum(session.store.get(run.result).rows for run in pruned)
+    saved = {run.result: session.store.get(run.result) for run in record.run_list()}  # each result.json read once
+    kept = [run for run in record.run_list() if saved[run.result].pruned_at is None]
+    past = [run for run in record.run_list() if run not in kept]
+    rows = sum(saved[run.result].rows for run in pruned)
     plural = "s" if len(pruned) != 1 else ""
     done = (f"pruned the lineage of {len(pruned)} run{plural} of {record.name} (run{plural} "
             f"{runs.numbers(pruned)}: {rows} rows)" if pruned else f"nothing to prune in {record.name}")

@@ -21,7 +21,8 @@ from pathlib import Path
 import pyspark
 
 KEPT = 5000  # the last DataFrames built are the ones searched (a loop may build millions)
-LIBRARIES = (str(Path(pyspark.__file__).parent), str(Path(__file__).resolve().parents[1]))  # pyspark, dltrace
+PYSPARK = str(Path(pyspark.__file__).parent)
+DLTRACE = str(Path(__file__).resolve().parents[1])
 
 
 class BuiltAt:
@@ -52,9 +53,9 @@ class BuiltAt:
         """The script's line when the script (or a module of its own) built the DataFrame
         being made, not pyspark or dltrace for it; else 0."""
         frame = sys._getframe(2)
-        while frame is not None and frame.f_code.co_filename.startswith(LIBRARIES[0]):
+        while frame is not None and frame.f_code.co_filename.startswith(PYSPARK):
             frame = frame.f_back
-        if frame is None or frame.f_code.co_filename.startswith(LIBRARIES[1]):
+        if frame is None or frame.f_code.co_filename.startswith(DLTRACE):
             return 0
         while frame is not None and os.path.abspath(frame.f_code.co_filename) != self.script:
             frame = frame.f_back

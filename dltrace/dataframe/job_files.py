@@ -32,7 +32,7 @@ from sqlglot import exp
 from dltrace.errors import BadInput, UnsupportedLineage
 from dltrace.json_store import JsonStore
 from dltrace.registration import Reader, source_fingerprint
-from dltrace.storage import Location, glob, is_glob, location
+from dltrace.storage import Location, found, location
 from dltrace.table_data import backquoted, spark_uri_key
 from dltrace.views import owners_of
 
@@ -180,7 +180,7 @@ def job_location(path: str, what: str) -> Location:
 def check_found(spark, fmt: str, path: str, where: Location, as_read: Reader) -> None:
     """A read of a path with no files fails as Spark's reader fails it, at the read, with
     Spark's own error (``PATH_NOT_FOUND``, an analysis error: exit 1 under spark-submit)."""
-    if where.exists() or (is_glob(where) and glob(where)):
+    if found(where):
         return
     reader = spark.read.format(fmt).options(**as_read.options)
     (reader.schema(as_read.schema) if as_read.schema else reader).load(path).schema  # noqa: B018 - Spark's check

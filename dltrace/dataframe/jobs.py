@@ -261,8 +261,9 @@ def failure_line(script: str, error: Exception, built: BuiltAt) -> str:
     failure 1, as Python's does under spark-submit."""
     from pyspark.errors import AnalysisException
 
-    if isinstance(error, AnalysisException) or isinstance(error, BadInput) and not isinstance(
-            error, UnsupportedLineage):
+    unresolved = isinstance(error, AnalysisException) or (isinstance(error, BadInput)
+                                                          and not isinstance(error, UnsupportedLineage))
+    if unresolved:
         if (rejected := built.first_rejected()) is not None:
             line, spark_said = rejected
             return f"{line}: {one_line(spark_said)}"
