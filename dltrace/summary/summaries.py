@@ -242,8 +242,18 @@ def ensure_table_sample(session, table: str, version: int | None) -> Location:
         return target
     rows = next((old.get("rows") for old in entry.previous if old.get("version") == version), None) or entry.rows
     data = table_data.table_rows(session.spark, session.catalog, table, version)
-    fraction = min(1.0, TABLE_SAMPLE / max(rows, 1))
-    return build_once(target, lambda tmp: data.sample(fraction=fraction, seed=SEED).coalesce(1).write.parquet(str(tmp)))
+    return build_once(target, lambda tmp: data.where(sampled(TABLE_SAMPLE / max(rows, 1))).coalesce(1)
+                      .write.parquet(str(tmp)))
+
+
+def sampled(fraction: float):
+    """Rows taken with probability ``fraction`` by a hash of their id: the same rows however
+    Spark splits the table into tasks (``sample(fraction, seed)`` draws per partition, so
+    its rows change with the partitioning a session's earlier work leaves)."""
+    from pyspark.sql import functions as F
+
+    buckets = 1 << 30
+    return F.pmod(F.xxhash64(F.col(ID_COLUMN), F.lit(SEED)), F.lit(buckets)) < F.lit(int(min(1.0, fraction) * buckets))
 
 
 def _keys(columns: list[Column], key: list[str], rows: dict[str, np.ndarray]) -> list[list[Column]]:
