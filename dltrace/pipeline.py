@@ -5,6 +5,8 @@ A script is ``;``-separated statements:
 
 * ``CREATE [OR REPLACE] TABLE name AS query`` — a *step*: the query runs with lineage and is
   saved as result ``name`` (``IF NOT EXISTS`` skips a step whose result exists);
+* ``INSERT INTO step query`` — one more run of a step, its rows the query's (``INSERT
+  OVERWRITE`` replaces them all): dltrace/inserts.py;
 * ``CREATE [OR REPLACE] [TEMP|TEMPORARY] VIEW name AS query`` — a view that later statements
   read as if inlined (nothing is computed or stored; without TEMP it is kept in the catalog);
 * a query (optionally ending in ``LINEAGE ON (...)``) — its rows with lineage.
@@ -30,14 +32,16 @@ from sqlglot import exp
 from sqlglot.errors import TokenError
 from sqlglot.tokens import TokenType
 
-from dltrace import openlineage
+from dltrace import inserts, openlineage
 from dltrace.errors import BadInput, DltraceError, SqlSyntaxError
 from dltrace.granularity import split_lineage_on
+from dltrace.inserts import Insert
 from dltrace.rewriter.dialect import SPARK
 from dltrace.views import check_result_name
 
-SUPPORTED = ("a script runs CREATE [OR REPLACE] TABLE name AS query (a saved step), "
-             "CREATE [OR REPLACE] [TEMP] VIEW name AS query, and queries")
+SUPPORTED = ("a script runs CREATE [OR REPLACE] TABLE name AS query (a saved step), INSERT INTO | OVERWRITE "
+             "step query (a run added to a step, or its rows replaced), CREATE [OR REPLACE] [TEMP] VIEW name AS "
+             "query, and queries")
 
 
 @dataclass(frozen=True)
@@ -59,6 +63,7 @@ class OutcomeKind(str, Enum):
     """What kind of statement an ``Outcome`` reports (a ``str``: equal to its value)."""
 
     TABLE = "table"  # CREATE TABLE AS: a saved step
+    INSERT = "insert"  # INSERT INTO | OVERWRITE: a run added to a step, or its rows replaced
     VIEW = "view"
     QUERY = "query"
 
@@ -75,6 +80,7 @@ class Outcome:
     frame: object | None = None  # a query's rows (a Spark DataFrame), not yet computed
     lineage_on: object | None = None  # a query's LINEAGE ON, for decoding its DL
     skipped: bool = False  # CREATE TABLE IF NOT EXISTS over an existing result
+    run: int | None = None  # INSERT INTO: the run's number among the step's runs
 
 
 def split_statements(text: str) -> list[Statement]:
@@ -144,12 +150,13 @@ class Checked:
 
     text: str
     lineage_on: object | None
-    kind: str = "query"  # or "TABLE", "VIEW"
+    kind: str = "query"  # or "TABLE", "VIEW", "INSERT"
     name: str = ""
     body: str = ""
     temporary: bool = False
     replace: bool = False
     if_not_exists: bool = False
+    insert: Insert | None = None
 
 
 def check_statement(statement: Statement) -> Checked:
@@ -160,6 +167,10 @@ def check_statement(statement: Statement) -> Checked:
     parsed = parse_statement(text)
     if isinstance(parsed, exp.Query):
         return Checked(text, lineage_on)
+    if isinstance(parsed, exp.Insert):
+        if lineage_on is not None or _has_lineage_on(text):
+            raise BadInput("LINEAGE ON belongs to queries: INSERT keeps base-row lineage")
+        return Checked(text, None, "INSERT", insert=checked_insert(parsed))
     kind = str(parsed.args.get("kind") or "").upper() if isinstance(parsed, exp.Create) else ""
     if kind not in ("TABLE", "VIEW"):
         what = f"CREATE {kind}" if isinstance(parsed, exp.Create) else parsed.key.upper()
@@ -180,6 +191,26 @@ def check_statement(statement: Statement) -> Checked:
                    bool(parsed.args.get("replace")), bool(parsed.args.get("exists")))
 
 
+def checked_insert(parsed: exp.Insert) -> Insert:
+    """An ``INSERT INTO | OVERWRITE [TABLE] step [(columns)] [BY NAME] query`` (or ``VALUES``)."""
+    target, query = parsed.this, parsed.expression
+    columns: tuple[str, ...] = ()
+    if isinstance(target, exp.Schema):
+        target, columns = target.this, tuple(column.name for column in target.expressions)
+    if not isinstance(target, exp.Table) or target.args.get("db") or target.args.get("catalog"):
+        raise BadInput(f"INSERT needs the plain name of a step, not {target.sql(dialect=SPARK)}: {SUPPORTED}")
+    if target.args.get("partition") or parsed.args.get("partition") or parsed.args.get("where"):
+        raise BadInput(f"INSERT into {target.name} with a PARTITION or REPLACE WHERE clause: a step's runs are "
+                       f"added or replaced whole (INSERT INTO, INSERT OVERWRITE)")
+    if isinstance(query, exp.Values):
+        query = exp.select("*").from_(query)
+    if not isinstance(query, exp.Query):
+        raise BadInput(f"INSERT into {target.name} needs a query or VALUES: {SUPPORTED}")
+    check_result_name(target.name, "result")
+    return Insert(target.name, query.sql(dialect=SPARK), bool(parsed.args.get("overwrite")), columns,
+                  bool(parsed.args.get("by_name")))
+
+
 def run_statement(session, statement: Statement, semantics: str = "control", representation: str = "set") -> Outcome:
     """Run one statement: save a step, define a view, or return a query's rows."""
     started = time.perf_counter()
@@ -188,13 +219,19 @@ def run_statement(session, statement: Statement, semantics: str = "control", rep
         frame = session.sql(checked.text, semantics, representation, lineage_on=checked.lineage_on)
         return Outcome(statement, OutcomeKind.QUERY, frame=frame, lineage_on=checked.lineage_on,
                        seconds=time.perf_counter() - started)
+    if checked.kind == "INSERT":
+        saved, run = inserts.insert(session, checked.insert, semantics, representation)
+        return Outcome(statement, OutcomeKind.INSERT, name=checked.insert.name.lower(), rows=saved.rows,
+                       seconds=time.perf_counter() - started, run=run)
     name = checked.name
     if checked.kind == "VIEW":
         session.create_view(name, checked.body, temporary=checked.temporary, replace=checked.replace)
         return Outcome(statement, OutcomeKind.VIEW, name=name.lower(), seconds=time.perf_counter() - started)
-    if checked.if_not_exists and session.store.exists(name):
+    if checked.if_not_exists and inserts.exists(session, name):
         return Outcome(statement, OutcomeKind.TABLE, name=name.lower(), skipped=True,
-                       rows=session.store.get(name).rows)
+                       rows=session.store.get(name).rows if session.store.exists(name) else None)
+    if checked.replace:
+        inserts.replace_runs(session, name)  # a step added to by INSERTs is saved whole again
     saved = session.create_table(name, checked.body, semantics, representation, replace=checked.replace)
     return Outcome(statement, OutcomeKind.TABLE, name=saved.name, rows=saved.rows,
                    seconds=time.perf_counter() - started)

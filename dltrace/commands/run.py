@@ -68,6 +68,10 @@ def report_outcome(session, outcome: Outcome, args: argparse.Namespace, total: i
     if outcome.kind is OutcomeKind.TABLE:
         did = "exists, skipped" if outcome.skipped else f"{outcome.rows} rows in {outcome.seconds:.1f} s"
         print(f"dltrace: {where}saved result {outcome.name}: {did}", file=sys.stderr, flush=True)
+    elif outcome.kind is OutcomeKind.INSERT:
+        what = f"added run {outcome.run} to" if outcome.run else "replaced the rows of"
+        print(f"dltrace: {where}{what} step {outcome.name}: {outcome.rows} rows in {outcome.seconds:.1f} s",
+              file=sys.stderr, flush=True)
     elif outcome.kind is OutcomeKind.VIEW:
         print(f"dltrace: {where}defined view {outcome.name}", file=sys.stderr, flush=True)
     else:

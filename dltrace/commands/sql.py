@@ -40,9 +40,12 @@ def run(args: argparse.Namespace) -> int:
         check_savable(lineage_on)
         check_result_name(args.save)
     limit = output_limit(args)
-    if lineage_on is None and is_create(query):
+    if lineage_on is not None and is_create(query):
+        raise BadInput("LINEAGE ON belongs to queries: CREATE TABLE and INSERT keep base-row lineage")
+    if is_create(query):
         if args.save:
-            raise BadInput("--save names the result of a query; CREATE TABLE name AS ... saves it as name already")
+            raise BadInput("--save names the result of a query; CREATE TABLE name AS ... (or INSERT INTO name) "
+                           "saves it as name already")
         outcome = run_statement(session, Statement(query.strip(), 1, 1), args.semantics, args.repr)
         report_outcome(session, outcome, args, total=0)
         return 0
@@ -57,9 +60,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def is_create(query: str) -> bool:
-    """True for a ``CREATE ...`` statement (``sql`` runs one as a one-statement script)."""
+    """True for a ``CREATE ...`` or ``INSERT ...`` statement (``sql`` runs one as a
+    one-statement script)."""
     words = query.lstrip().split(None, 1)
-    return bool(words) and words[0].upper() == "CREATE"
+    return bool(words) and words[0].upper() in ("CREATE", "INSERT")
 
 
 def save_for_sql(session, frame, name: str, query: str, semantics: str, representation: str):
