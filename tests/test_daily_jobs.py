@@ -383,12 +383,15 @@ def parquet_schema(directory: Path) -> list[tuple[str, str, bool]]:
     return [(f.name, str(f.type), f.nullable) for f in ds.dataset(directory, partitioning="hive").schema]
 
 
-def test_the_daily_pipeline_over_a_week_and_a_rerun_leaves_what_plain_spark_would(job, engine):
+@pytest.mark.parametrize("days", [(1, 2, 3, 4, 3), pytest.param((1, 2, 3, 4, 5, 6, 7, 3), marks=pytest.mark.heavy)],
+                         ids=["four days and a rerun", "a week and a rerun"])
+def test_the_daily_pipeline_day_by_day_and_a_rerun_leaves_what_plain_spark_would(job, engine, days):
     """The acceptance pipeline (dltrace/examples/daily_job.py, daily_report.py): a partitioned
     events folder that grows by a day, a users CSV rewritten with more versions, an append to
     a path, inserts into a table, a dynamic partition overwrite, and a report job reading the
-    first job's whole output folder and its table.  Days 1-7, then day 3 again (over the files
-    of day 7: the users' latest versions have changed since): after every run
+    first job's whole output folder and its table.  Days 1-4 (1-7 in make test-heavy), then
+    day 3 again (over the files of the last day: the users' latest versions have changed
+    since): after every run
     each output holds what DuckDB computes over the files of that moment, with plain Spark's
     schema (nullability included); then impact of a day-3 event, a user and a product on every
     output of both jobs is the rows DuckDB says are computed from it."""
@@ -404,7 +407,7 @@ def test_the_daily_pipeline_over_a_week_and_a_rerun_leaves_what_plain_spark_woul
     engine.conf.unset("spark.sql.sources.partitionOverwriteMode")  # the job set it in the session
     try:
         log, daily, user_days = [], {}, []
-        for run, day in enumerate((1, 2, 3, 4, 5, 6, 7, 3)):
+        for run, day in enumerate(days):
             if run == day - 1:  # a new day's files; the rerun of day 3 reads the files as they are on day 7
                 daily_data.write(data, day)
             date = daily_data.day_of(day).isoformat()

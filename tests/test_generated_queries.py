@@ -5,7 +5,7 @@ a failure shrinks to a minimal query) and are checked by ``tests/differential.py
 one whose plain form Spark runs, on a tiny slice of TPC-H, the lineage query gives the plain
 query's rows as a bag or is refused in one line, the DuckDB completeness oracle holds on
 sampled rows, and on every tenth query ``set``, ``bdd`` and ``auto`` give the same lineage.
-``DLTRACE_GENERATED_QUERIES`` sets the number of queries (200 times ``DLTRACE_FUZZ_SCALE``
+``DLTRACE_GENERATED_QUERIES`` sets the number of queries (120 times ``DLTRACE_FUZZ_SCALE``
 unless set); the counts by outcome are printed at the end of the run.  ``make fuzz`` runs
 thousands more through ``python -m tests.fuzz_queries``.
 """
@@ -29,7 +29,7 @@ pytestmark = pytest.mark.spark
 
 SCALE = float(os.environ.get("DLTRACE_FUZZ_SCALE", "1"))
 # make test: 200 queries (about 25 minutes on 2 cores); make fuzz: 5,000 more (tests/fuzz_queries.py)
-QUERIES = int(os.environ.get("DLTRACE_GENERATED_QUERIES", max(1, int(200 * SCALE))))
+QUERIES = int(os.environ.get("DLTRACE_GENERATED_QUERIES", max(1, int(120 * SCALE))))
 # the window over a UNION ALL derived table that Spark's optimizer rejected (RemoveRedundantAliases)
 WINDOW_OVER_UNION_ALL = (
     "select c_custkey, c_name, row_number() over (partition by c_custkey order by c_custkey) as rn "
