@@ -228,3 +228,34 @@ def test_an_output_answers_for_the_rows_it_still_holds():
             Run("d_run3", 3.0, 3, ['["3"]'], replaces=True)]
     record = Written("d", "/out/d", "parquet", "overwrite", ["day"], runs=[vars(run) for run in runs])
     assert replaced_later(record) == {"d": ['["2"]']}
+
+
+REPLACING = """
+    import sys
+    from pyspark.sql import SparkSession, functions as F
+    spark = SparkSession.builder.getOrCreate()
+    spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
+    out, days = sys.argv[1], sys.argv[2].split(",")
+    orders = spark.read.parquet("{data}/orders").where(F.to_date("order_ts").cast("string").isin(days))
+    daily = orders.groupBy(F.to_date("order_ts").alias("day")).agg(F.count("*").alias("n"))
+    daily.write.mode("overwrite").partitionBy("day").parquet(out + "/daily")
+"""
+
+
+def test_impact_over_an_output_skips_the_rows_a_later_run_replaced(job):
+    """Run 1 writes days 1 and 2, run 2 replaces day 2: the output's answer for an order of
+    day 2 is run 2's row alone (run 1's day-2 row is no longer in the files), for an order of
+    day 1 run 1's row; the files say the same (DuckDB)."""
+    data, out = job.data, job.data.parent / "out"
+    days = order_days(data)[:2]
+    job(REPLACING.format(data=data), str(out), ",".join(days))
+    job(REPLACING.format(data=data), str(out), days[1])
+    on_disk = sorted((str(day), n) for day, n in duckdb.sql(
+        f"SELECT day, n FROM read_parquet('{out}/daily/*/*.parquet', hive_partitioning = true)").fetchall())
+    assert on_disk == [(day, orders_on(data, [day])) for day in days]
+    for day, run in ((days[0], 1), (days[1], 2)):
+        source = f"orders WHERE order_id = {order_of(data, day)}"
+        for from_files in (True, False):  # read from the saved files, and searched by Spark
+            answer = records(impact(job.session, source, result="daily", from_files=from_files))
+            assert [(row[RUN], str(row["day"]), row["n"]) for row in answer] == [(run, day, orders_on(data, [day]))]
+        assert len(records(impact(job.session, source, result="daily", run=3 - run))) == 0

@@ -271,6 +271,13 @@ def partition_key_sql(partition_by: list[str]) -> str:
     return f"to_json(array({texts}))"
 
 
+def outside(partition_by: list[str], partitions: list[str]) -> str:
+    """SQL that a row is in none of ``partitions`` (each a ``partition_key``): a runs' view
+    filters by it, and so do an answer and a read over the runs' DataFrames."""
+    listed = ", ".join(exp.Literal.string(partition).sql("spark") for partition in partitions)
+    return f"{partition_key_sql(partition_by)} NOT IN ({listed})"
+
+
 def drop_runs(lineage, runs: list[Run]) -> None:
     """The saved results of ``runs``, whose rows the files no longer hold."""
     for run in runs:

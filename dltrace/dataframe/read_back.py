@@ -37,7 +37,7 @@ from dltrace.dataframe.job_files import (
     Written,
     WrittenStore,
     directory_text,
-    partition_key,
+    outside,
     written_dir,
     written_here,
 )
@@ -233,7 +233,7 @@ def run_rows(lineage, spark, schema, part: Part, run: Run, later: list[Run], wha
     frame = spark.table(run.result)
     replaced = sorted({partition for newer in later if newer.replaces for partition in newer.partitions or []})
     if replaced:
-        frame = frame.where(~partition_key(part.record.partition_by).isin(replaced))
+        frame = frame.where(outside(part.record.partition_by, replaced))
     if part.directories is not None:
         frame = frame.where(in_directories(part, columns, what))
     above = {column.lower(): value for column, value in part.above}

@@ -25,7 +25,7 @@ import datetime as dt
 import time
 from dataclasses import dataclass
 
-from dltrace.dataframe.job_files import Run, Written, WrittenStore, partition_key
+from dltrace.dataframe.job_files import Run, Written, WrittenStore, outside
 from dltrace.errors import BadInput
 from dltrace.recovery import writer
 from dltrace.result_format import DL, FORMAT, SHARED_REFS, SavedResult, time_text
@@ -95,7 +95,7 @@ def replaced_later(record: Written) -> dict[str, list[str]]:
 
 def still_held(frame, record: Written, replaced: list[str] | None):
     """``frame`` (a Spark DataFrame of a run's rows) less the ``replaced`` partitions' rows."""
-    return frame.where(~partition_key(record.partition_by).isin(replaced)) if replaced else frame
+    return frame.where(outside(record.partition_by, replaced)) if replaced else frame
 
 
 def numbers(runs: list[Run]) -> str:

@@ -231,8 +231,7 @@ def runs_view(lineage, runs: list[Run], partition_by: list[str]) -> str:
     for number, run in enumerate(runs):
         replaced = sorted({partition for later in runs[number + 1:] if later.replaces
                            for partition in later.partitions or []})
-        where = f" WHERE {job_files.partition_key_sql(partition_by)} NOT IN " \
-                f"({', '.join(exp.Literal.string(p).sql('spark') for p in replaced)})" if replaced else ""
+        where = f" WHERE {job_files.outside(partition_by, replaced)}" if replaced else ""
         selects.append(f"SELECT {columns} FROM {run.result}{where}")
     return " UNION ALL ".join(selects)
 
