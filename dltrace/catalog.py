@@ -88,6 +88,12 @@ class TableEntry:
         old = next((o for o in self.previous if o["version"] == version), None)
         return old.get("source", self.source) if old is not None else self.source
 
+    def only_grew_since(self, version: int) -> bool:
+        """Whether every data version after ``version`` kept each row of the one before with
+        its id (its ``changes`` count none removed or changed): only rows were added since."""
+        later = [old.get("changes") for old in self.previous if old["version"] > version] + [self.changes]
+        return self.version > version and all(changes and changes.get("removed") == 0 for changes in later)
+
     def version_paths(self) -> dict[int, str]:
         """``{data version: path}`` of every version this table has had, current included."""
         return {**{old["version"]: old["path"] for old in self.previous}, self.version: self.path}

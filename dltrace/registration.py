@@ -429,6 +429,7 @@ def _version_record(entry: TableEntry) -> dict:
         "registered_at": entry.registered_at,
         **({"files": entry.files} if entry.files else {}),
         **({"delta": entry.delta} if entry.delta else {}),
+        **({"changes": entry.changes} if entry.changes else {}),  # what it kept of the version before
     }
 
 def _in_source_order(frame, F):

@@ -13,10 +13,12 @@ it again.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from functools import cache
 
 from dltrace.catalog import Catalog
+from dltrace.dataframe.job_files import WrittenStore
 from dltrace.errors import SourceChanged
 from dltrace.plain import names_read
 from dltrace.result_format import SavedResult
@@ -45,15 +47,24 @@ def inputs(catalog: Catalog, saved: Callable[[str], SavedResult | None], query: 
 def staleness(catalog: Catalog, results: list[SavedResult]) -> dict[str, str | None]:
     """``{result: why it is stale, or None}``: an input changed since it was saved (a table
     revised or its files changed on disk, an input result saved again or dropped, or itself
-    stale)."""
+    stale), or an output it read in runs has a run it did not read.
+
+    A run of an output a job (or script) adds to (``dataframe/runs.py``) holds what that run
+    wrote: rows added to its sources since belong to later runs, not to it, so a source that
+    only grew (every row kept with its id) leaves it current; a row changed or removed does not."""
     saved = {r.name: r for r in results}
     reasons: dict[str, str | None] = {}
-    changed = _changed_on_disk(catalog)
+    outputs = {run.result: record for record in WrittenStore(catalog).all().values() if record.runs
+               for run in record.run_list()}
+    changed = _changed_on_disk(catalog, added=True)
+    rewritten = _changed_on_disk(catalog, added=False)
 
     def reason(result: SavedResult) -> str | None:
         if result.name not in reasons:
             reasons[result.name] = None  # an input cycle cannot happen; guard anyway
-            reasons[result.name] = _stale_reason(catalog, result, saved, reason, changed)
+            own = outputs[result.name].name if result.name in outputs else None  # the output it is a run of
+            reasons[result.name] = _stale_reason(catalog, result, saved, reason, rewritten if own else changed,
+                                                 own) or _runs_since(result, outputs, own)
         return reasons[result.name]
 
     for result in saved.values():
@@ -61,13 +72,13 @@ def staleness(catalog: Catalog, results: list[SavedResult]) -> dict[str, str | N
     return reasons
 
 
-def _changed_on_disk(catalog: Catalog) -> Callable[[str], str | None]:
+def _changed_on_disk(catalog: Catalog, added: bool) -> Callable[[str], str | None]:
     """Per table, once: why its current files differ from those registered in place (naming
-    the file), or None (unchanged, or a copy)."""
+    the file; ``added``: a file added counts), or None (unchanged, or a copy)."""
     @cache
     def changed(table: str) -> str | None:
         try:
-            check_unchanged(catalog, table)
+            check_unchanged(catalog, table, added=added)
         except SourceChanged as error:
             return str(error)
         return None
@@ -75,21 +86,45 @@ def _changed_on_disk(catalog: Catalog) -> Callable[[str], str | None]:
 
 
 def _stale_reason(catalog: Catalog, result: SavedResult, saved: dict[str, SavedResult],
-                  reason: Callable[[SavedResult], str | None], changed: Callable[[str], str | None]) -> str | None:
+                  reason: Callable[[SavedResult], str | None], changed: Callable[[str], str | None],
+                  own: str | None) -> str | None:
     for table, version in sorted(result.tables.items()):
         entry = catalog.tables.get(table)
         if entry is None:
             return f"table {table} is no longer registered"
-        if entry.version != version:
+        if entry.version != version and not (own and entry.only_grew_since(version)):
             return f"table {table} changed (v{version} -> v{entry.version})"
         if (why := changed(table)) is not None:
             return why
     for name, stamp in sorted(result.results.items()):
         upstream = saved.get(name)
-        if upstream is None:
+        if upstream is None and not (own and _of_output(name, own)):
             return f"result {name} was dropped"
+        if upstream is None:  # a run that read its output's earlier runs, which it then replaced
+            continue
         if upstream.stamp != stamp:
             return f"result {name} was saved again"
         if (inherited := reason(upstream)) is not None:
             return f"through result {name}: {inherited}"
+    return None
+
+
+def _of_output(name: str, output: str) -> bool:
+    """Whether saved result ``name`` held rows of ``output``: the output saved whole, or one of
+    its runs (``job_files.run_name``: ``output_run<k>``, ``_<n>`` when that was taken).
+
+    >>> _of_output("log_run3", "log"), _of_output("log", "log"), _of_output("log_runs", "log")
+    (True, True, False)
+    """
+    return re.fullmatch(rf"{re.escape(output)}(_run\d+(_\d+)?)?", name) is not None
+
+
+def _runs_since(result: SavedResult, outputs: dict, own: str | None) -> str | None:
+    """Why ``result``, which read an output's runs, is behind it: a run added since (not
+    for a run of that output: it read the runs before it)."""
+    read = {outputs[name].name: outputs[name] for name in result.results if name in outputs}
+    for record in read.values():
+        newer = [run for run in record.run_list() if run.result not in result.results]
+        if newer and record.name != own:
+            return f"output {record.name} has run {newer[-1].number} since"
     return None

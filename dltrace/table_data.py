@@ -132,9 +132,10 @@ def version_files(entry, version: int | None = None) -> list[dict] | None:
     return old.get("files")
 
 
-def check_unchanged(catalog, name: str, version: int | None = None) -> None:
+def check_unchanged(catalog, name: str, version: int | None = None, added: bool = True) -> None:
     """Stop, naming the file, when an in-place table's files changed since registration (a
-    stat per file, and a listing of the source for the current version)."""
+    stat per file, and a listing of the source for the current version; ``added``: a file
+    added to the source counts as a change)."""
     entry = catalog.entry(name)
     files = version_files(entry, version)
     if not files:
@@ -160,7 +161,7 @@ def check_unchanged(catalog, name: str, version: int | None = None) -> None:
 
         if (why := changed(name, entry.source, entry.delta)) is not None:
             raise SourceChanged(why)
-    elif version is None or version == entry.version:
+    elif added and (version is None or version == entry.version):
         listed = listed_files(entry.source) or []
         added = sorted(set(map(str, listed)) - {record["path"] for record in files})
         if added:

@@ -383,6 +383,44 @@ def parquet_schema(directory: Path) -> list[tuple[str, str, bool]]:
     return [(f.name, str(f.type), f.nullable) for f in ds.dataset(directory, partitioning="hive").schema]
 
 
+def test_a_run_is_current_while_its_sources_only_grow_and_a_reader_is_behind_a_new_run(job):
+    """A run holds what it wrote: a day added to its events folder leaves it current (rows
+    added belong to later runs), a rewritten file does not; a step that read the output's
+    runs is stale once the output has a run it did not read."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    events, out = job.data / "events", job.data.parent / "out"
+    day_job = f"""
+        import sys
+        from pyspark.sql import SparkSession, functions as F
+        spark = SparkSession.builder.getOrCreate()
+        events = spark.read.parquet("{events}").where(F.col("date") == F.lit(sys.argv[1]).cast("date"))
+        events.groupBy("date", "kind").agg(F.count("*").alias("n")).write.mode("append").parquet("{out}/log")
+    """
+    reader = f"""
+        from pyspark.sql import SparkSession
+        spark = SparkSession.builder.getOrCreate()
+        spark.read.parquet("{out}/log").groupBy("kind").sum("n").write.mode("overwrite").saveAsTable("kinds")
+    """
+    session = job.session
+    write_day(events, "2026-11-01", 1, 30)
+    job(day_job, "2026-11-01")
+    job(reader)
+    write_day(events, "2026-11-02", 31, 30)  # not registered yet: the folder gained a file
+    assert session.stale_results() == {}
+    job(day_job, "2026-11-02")  # registers the day: version 2, the first day's ids kept
+    assert session.catalog.tables["events"].version == 2
+    assert session.stale_results() == {"kinds": "output log has run 2 since"}
+    job(reader)
+    assert session.stale_results() == {}
+    table = pq.read_table(events / "date=2026-11-01" / "part-0.parquet")
+    pq.write_table(table.set_column(1, "kind", pa.array(["buy"] * table.num_rows)),
+                   events / "date=2026-11-01" / "part-0.parquet")  # a day rewritten: its rows are not those of run 1
+    stale = session.stale_results()
+    assert set(stale) == {"log", "log_run2", "kinds"} and "changed since" in stale["log"]
+
+
 @pytest.mark.parametrize("days", [(1, 2, 3, 4, 3), pytest.param((1, 2, 3, 4, 5, 6, 7, 3), marks=pytest.mark.heavy)],
                          ids=["four days and a rerun", "a week and a rerun"])
 def test_the_daily_pipeline_day_by_day_and_a_rerun_leaves_what_plain_spark_would(job, engine, days):
