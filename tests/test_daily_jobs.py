@@ -676,3 +676,45 @@ def test_written_files_have_plain_sparks_schema_nullability_included(job, engine
         [(f.name, f.nullable) for f in plain if f.name != "status"]
     assert sorted(map(str, engine.read.parquet(f"{out}/traced").collect())) == \
         sorted(map(str, engine.read.parquet(f"{out}/plain").collect()))
+
+
+def test_a_write_spark_refuses_only_when_writing_leaves_no_saved_run(job):
+    """Spark refuses an append in another format than the table's only as it writes: the
+    run saved just before goes again, and the next run is numbered as if it had not been."""
+    data, spark = job.data, job.session.frames
+    spark.sql("DROP TABLE IF EXISTS spark_catalog.default.t_formats")
+    append = f"""
+        from pyspark.sql import SparkSession
+        spark = SparkSession.builder.getOrCreate()
+        orders = spark.read.parquet("{data}/orders").select("order_id", "qty")
+        orders.write.mode("append"){{how}}.saveAsTable("t_formats")
+    """
+    try:
+        job(append.format(how=""))
+        job(append.format(how=""))
+        before = sorted(saved.name for saved in job.session.results())
+        with pytest.raises(JobError) as refused:
+            job(append.format(how='.format("json")'))
+        assert "t_formats" in str(refused.value) and refused.value.exit_code == 1, str(refused.value)
+        assert sorted(saved.name for saved in job.session.results()) == before
+        ran, _ = job(append.format(how=""))
+        assert [step.name for step in ran] == ["t_formats_run3"]
+    finally:
+        spark.sql("DROP TABLE IF EXISTS spark_catalog.default.t_formats")
+
+
+def test_a_path_write_spark_refuses_leaves_no_saved_result(job):
+    """A write to a path by a partition column the rows lack fails as Spark writes: neither
+    a first write nor an append leaves its saved result behind."""
+    data, out = job.data, job.data.parent / "out"
+    write = f"""
+        from pyspark.sql import SparkSession
+        spark = SparkSession.builder.getOrCreate()
+        spark.read.parquet("{data}/orders").select("order_id", "qty").write.mode("append"){{how}}.parquet("{out}/p")
+    """
+    for existing in ([], ["p"]):
+        with pytest.raises(JobError):
+            job(write.format(how='.partitionBy("nowhere")'))
+        assert sorted(saved.name for saved in job.session.results()) == existing
+        if not existing:
+            job(write.format(how=""))

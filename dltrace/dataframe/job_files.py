@@ -25,6 +25,8 @@ import itertools
 import re
 import shutil
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 
 from sqlglot import exp
@@ -276,6 +278,19 @@ def outside(partition_by: list[str], partitions: list[str]) -> str:
     filters by it, and so do an answer and a read over the runs' DataFrames."""
     listed = ", ".join(exp.Literal.string(partition).sql("spark") for partition in partitions)
     return f"{partition_key_sql(partition_by)} NOT IN ({listed})"
+
+
+@contextmanager
+def dropped_unless_written(lineage, run: str, new: bool) -> Iterator[None]:
+    """Spark writes the rows of ``run``, saved just before: when that write fails (Spark
+    refuses some writes only then: a format or partitioning unlike the table's), a ``new``
+    run's saved result goes again, so that no saved result claims rows the files do not hold."""
+    try:
+        yield
+    except BaseException:
+        if new and lineage.store.exists(run):
+            lineage.drop_result(run)
+        raise
 
 
 def drop_runs(lineage, runs: list[Run]) -> None:

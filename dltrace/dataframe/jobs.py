@@ -175,12 +175,14 @@ class JobRun:
                      f"a later read of it is a source of its own, lineage stops there")
         number = written.next_run() if earlier else 1
         run = job_files.run_name(self.lineage, name, number) if earlier else name
+        new = run != name or not self.lineage.store.exists(run)  # no earlier save of this name to keep
         step = self.saved(frame, run)
         rows = job_files.saved_rows(self.lineage, writer._spark, run, frame.schema)
         out = rows.write.format(fmt).mode("append" if mode == "append" else "overwrite").options(**settings.options)
         if partition_by:
             out = out.partitionBy(*partition_by)
-        self.originals["save"](out, str(where))
+        with job_files.dropped_unless_written(self.lineage, run, new):
+            self.originals["save"](out, str(where))
         this = job_files.Run(run, time.time(), number,
                              job_files.partitions_of(rows, partition_by) if partition_by else None, dynamic)
         runs, gone = job_files.kept_runs([*earlier, this]) if adds else ([], [])

@@ -129,7 +129,8 @@ def add_to_table(job, frame, write: TableWrite) -> None:
     run = job_files.run_name(lineage, base, number)
     step = job.saved(source, run)
     rows = job_files.saved_rows(lineage, spark, run, source.schema)
-    write.write(rows, table)
+    with job_files.dropped_unless_written(lineage, run, new=True):
+        write.write(rows, table)
     replaces_all = write.overwrite and not (write.dynamic and partition_by)
     this = Run(run, time.time(), number, job_files.partitions_of(rows, partition_by) if partition_by else None,
                write.overwrite and not replaces_all)
