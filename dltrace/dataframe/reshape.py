@@ -71,6 +71,20 @@ def pivot_values(translator, aggregate) -> list[exp.Expression]:
     return [exp.cast(value_sql(value, kind), spark_type(kind)) for value in table.column(0).to_pylist()]
 
 
+def grouping_alone(translator, scope, keys: list, message) -> Frame:
+    """A pivot without values over no rows, as Spark plans it: the groups (none), in the
+    grouping columns alone."""
+    if not keys:
+        raise UnsupportedLineage("DataFrame: groupBy().pivot(...) of no rows without values: Spark gives one row "
+                                 "of no columns, which dltrace cannot save; give the pivot's values")
+    inner = translator.select(scope, keys)
+    source = translator.alias()
+    columns = [exp.column(column.sql, table=source) for column in inner.columns]
+    query = exp.select(*columns).from_(exp.Subquery(this=inner.query, alias=exp.TableAlias(
+        this=exp.to_identifier(source)))).group_by(*[column.copy() for column in columns])
+    return Frame(query, [Column(k.name, c.sql) for (_, k), c in zip(keys, inner.columns)], message)
+
+
 def pivot_rows(translator, aggregate, message) -> Frame:
     """``groupBy(keys).pivot(col, values).agg(...)`` as the SQL PIVOT the rewriter traces:
     ``SELECT ... FROM (SELECT keys, col, the aggregates' columns FROM input) PIVOT (...)``,
@@ -80,6 +94,8 @@ def pivot_rows(translator, aggregate, message) -> Frame:
     keys = [item for e in aggregate.grouping_expressions for item in scope.select_item(e)]
     values = [expression for e in aggregate.aggregate_expressions for expression, _ in scope.select_item(e)]
     pivoted = [literal(v) for v in aggregate.pivot.values] or pivot_values(translator, aggregate)
+    if not pivoted:  # no rows to find values in: Spark's pivot is then the grouping alone
+        return grouping_alone(translator, scope, keys, message)
     read = list({c.sql(): c for e in values for c in e.find_all(exp.Column) if c.table == scope.aliases[0]}.values())
     inner = translator.select(scope, keys + [(scope.expression(aggregate.pivot.col), Column(None, ""))]
                               + [(c, Column(None, "")) for c in read])

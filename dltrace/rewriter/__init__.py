@@ -37,6 +37,7 @@ from sqlglot.optimizer.scope import traverse_scope
 
 from dltrace.errors import BadInput
 from dltrace.rewriter.aggregate import aggregate
+from dltrace.rewriter.all_set_operations import all_set_operations
 from dltrace.rewriter.base_table import number_instances
 from dltrace.rewriter.context import DISJOINT_ROWS, MANY_GROUPS, SHARED, IdSource, RewriteContext
 from dltrace.rewriter.dialect import SPARK
@@ -97,7 +98,8 @@ RULES: tuple[Phase, ...] = (
     # written; write UNPIVOTs and SELECT-list generators as the LATERAL VIEWs Spark plans (before
     # DISTINCT becomes GROUP BY); number table occurrences before copies duplicate them (a
     # PIVOT's groups are computed from a copy of its source, beside the PIVOT kept as written); turn constructs into
-    # equivalent ones the scope rules know (distinct set operations and SEMI/ANTI joins into
+    # equivalent ones the scope rules know (INTERSECT ALL and EXCEPT ALL into numbered copies,
+    # distinct set operations and SEMI/ANTI joins into
     # EXISTS and DISTINCT, DISTINCT into GROUP BY); under control semantics join an EXISTS
     # the plan is better off joining, after merging a filter of a grouped derived table into
     # its HAVING, restricting one joined on its key to the keys the join keeps and merging
@@ -106,8 +108,9 @@ RULES: tuple[Phase, ...] = (
     # made, copy a one-row aggregate joined to every row into its SELECT list, to be shared,
     # and point a copy over all of a grouped CTE at the rows it groups (speed-ups).
     Phase("prepare", (qualify, refuse_unsupported, unpivot, generator, number_instances, pivot,
-                      distinct_set_operations, semi_anti_join, distinct, merge_filtered_groups, reduce_grouped_joins,
-                      merge_filtered_tables, exists_join, subquery_copies, one_row_join, ungrouped_copies)),
+                      all_set_operations, distinct_set_operations, semi_anti_join, distinct, merge_filtered_groups,
+                      reduce_grouped_joins, merge_filtered_tables, exists_join, subquery_copies, one_row_join,
+                      ungrouped_copies)),
     # Per scope, innermost first: the sources' lineage (literal rows: none; base tables, saved
     # results, subqueries, CTEs, outer joins), WHERE subqueries before grouping (a correlated aggregate and its
     # copy from one grouped join, a speed-up), aggregation, HAVING and SELECT-list

@@ -14,9 +14,11 @@ SELECT _left.s_name, SORT_ARRAY(COLLECT_LIST(_left.__dl0)) AS DL FROM (SELECT st
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from sqlglot import exp
 
-from dltrace.rewriter.context import WHOLE_INPUT, RewriteContext, unsupported
+from dltrace.rewriter.context import WHOLE_INPUT, RewriteContext
 
 # what the set operation's result keeps: its ORDER BY ... LIMIT, and its WITH, whose CTEs
 # either input may read
@@ -25,12 +27,17 @@ MODIFIERS = ("with_", "order", "limit", "offset")
 
 def distinct_set_operations(expression: exp.Expression, context: RewriteContext) -> exp.Expression:
     """Rewrite every distinct set operation of the tree, innermost first."""
+    return replaced_innermost_first(expression, lambda node: bool(node.args.get("distinct")), _as_select)
+
+
+def replaced_innermost_first(expression: exp.Expression, chosen: Callable[[exp.SetOperation], bool],
+                             replacement_of: Callable[[exp.SetOperation], exp.Select]) -> exp.Expression:
+    """``expression`` with each set operation ``chosen`` replaced by its ``replacement_of``,
+    innermost first, which keeps the operation's ORDER BY, LIMIT and WITH."""
     for node in reversed(list(expression.find_all(exp.SetOperation))):
-        if not node.args.get("distinct"):
-            if isinstance(node, (exp.Intersect, exp.Except)):
-                raise unsupported(node, f"{node.key.upper()} ALL")
+        if not chosen(node):
             continue
-        replacement = _as_select(node)
+        replacement = replacement_of(node)
         for key in MODIFIERS:
             if node.args.get(key):
                 replacement.set(key, node.args[key].copy())
