@@ -321,9 +321,7 @@ class ProgramGenerator:
         if "user" not in frame.columns or frame.columns["user"] != "string" or "grade" in frame.columns:
             return self.filter(frame)
         rows = [("ann", 1, 0.5), ("bob", None, 2.25), ("zed", 3, None)][:self.chooser.integer(1, 3)]
-        # not generated: left_anti with rows of createDataFrame, where the traced run failed with a
-        # KeyError after unions and joins with lookups (seed 96, not cut down yet)
-        how = self.chooser.choice(["inner", "left", "full"])
+        how = self.chooser.choice(["inner", "left", "full", "left_anti"])
         lookup = self.new(f"spark.createDataFrame({rows!r}, 'user string, grade int, weight double')",
                           {"user": "string", "grade": "int", "weight": "double"}, None)
         columns = frame.columns if how == "left_anti" else {**frame.columns, "grade": "int", "weight": "double"}

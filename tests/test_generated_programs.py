@@ -142,3 +142,13 @@ def test_intersect_all_and_except_all(programs_setup):
                     ".intersectAll(events.filter(F.col('qty') > 1).select('user', 'qty'))",
                     "f = events.select('user', 'flag')"
                     ".exceptAll(events.filter(F.col('id') < 4).select('user', 'flag'))") == {}
+
+
+def test_two_lists_of_rows_joined(programs_setup):
+    """Found by the generator (seed 96): a left anti join with rows of ``createDataFrame``, then
+    an inner join with other rows, failed with a KeyError in sqlglot's merge of derived tables:
+    both lists of rows were ``VALUES ... AS _local``.  Each now has an alias of its own."""
+    rows = "[('ann', 1, 0.5), ('bob', None, 2.25)], 'user string, grade int, weight double'"
+    more = "[('ann', 1, 0.5), ('zed', 3, None)], 'user string, grade int, weight double'"
+    assert cut_down(programs_setup, f"f = events.join(spark.createDataFrame({rows}), 'user', 'left_anti')"
+                                    f".join(spark.createDataFrame({more}), 'user', 'inner')") == {}

@@ -17,12 +17,11 @@ from sqlglot import exp
 from dltrace.dataframe.scope import Column, Frame, unique_name
 from dltrace.errors import UnsupportedLineage
 
-VALUES_ALIAS = "_local"
 
-
-def local_rows(local, schema: list[tuple[str, str]], message) -> Frame:
-    """``SELECT ... FROM VALUES (...), ... AS _local(...)`` of a ``LocalRelation``'s rows;
-    ``schema``: Spark's names and types of its columns."""
+def local_rows(local, schema: list[tuple[str, str]], message, name: str) -> Frame:
+    """``SELECT ... FROM VALUES (...), ... AS name(...)`` of a ``LocalRelation``'s rows;
+    ``schema``: Spark's names and types of its columns; ``name``: an alias of the program's
+    own (two lists of rows under one alias made sqlglot's merge of derived tables fail)."""
     import pyarrow as pa
 
     used: set[str] = set()
@@ -36,9 +35,9 @@ def local_rows(local, schema: list[tuple[str, str]], message) -> Frame:
     rows = [exp.Tuple(expressions=[exp.cast(value_sql(value, field.type), kind)
                                    for value, field, kind in zip(row, table.schema, types)])
             for row in zip(*(table.column(i).to_pylist() for i in range(table.num_columns)))]
-    alias = exp.TableAlias(this=exp.to_identifier(VALUES_ALIAS),
+    alias = exp.TableAlias(this=exp.to_identifier(name),
                            columns=[exp.to_identifier(c.sql) for c in columns])
-    query = exp.select(*[exp.column(c.sql, table=VALUES_ALIAS) for c in columns]).from_(
+    query = exp.select(*[exp.column(c.sql, table=name) for c in columns]).from_(
         exp.Values(expressions=rows, alias=alias))
     return Frame(query, columns, message, types=[kind for _, kind in schema])
 

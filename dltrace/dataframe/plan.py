@@ -108,7 +108,7 @@ class PlanTranslator:
         return Frame(query, columns, message, table=name, types=list(schema.values()))
 
     def _local_relation(self, local, message) -> Frame:
-        return local_rows(local, self.catalog.schema_of(message), message)
+        return local_rows(local, self.catalog.schema_of(message), message, self.alias())
 
     def _range(self, range_, message) -> Frame:
         return range_rows(range_, message)
