@@ -54,6 +54,9 @@ def insert(session, statement: Insert, semantics: str, representation: str) -> t
     name = statement.name.lower()
     check_not_a_jobs_output(session, name)
     record = runs_of(session.catalog, name)
+    if name in session.catalog.tables:
+        raise BadInput(f"INSERT INTO {name}: {name} is a registered table, which dltrace does not change (register "
+                       f"its source again when it grows): INSERT adds a run to a step, CREATE TABLE step AS query")
     if record is None and not session.store.exists(name):
         raise BadInput(f"there is no step {name} to insert into (as Spark refuses an INSERT into a missing "
                        f"table): CREATE TABLE {name} AS query first")

@@ -72,8 +72,8 @@ def test_query_from_file(capsys, paper_catalog, tmp_path):
         ("select s_id from store a, store b", "s_id"),
         ("select s_name from store tablesample (50 percent)", "TABLESAMPLE is not supported"),
         ("select s_id as dl from store", "DL"),
-        ("select category from item intersect all select category from item", "INTERSECT ALL"),
-        ("insert into store values (1)", "queries"),
+        ("insert into store values (1)", "store is a registered table, which dltrace does not change"),
+        ("update store set s_name = 'x'", "only queries can be traced, not UPDATE statements"),
     ],
 )
 def test_bad_queries_exit_2_with_one_line(capsys, paper_catalog, query, expected):
