@@ -54,9 +54,7 @@ def insert(session, statement: Insert, semantics: str, representation: str) -> t
     name = statement.name.lower()
     check_not_a_jobs_output(session, name)
     record = runs_of(session.catalog, name)
-    if name in session.catalog.tables:
-        raise BadInput(f"INSERT INTO {name}: {name} is a registered table, which dltrace does not change (register "
-                       f"its source again when it grows): INSERT adds a run to a step, CREATE TABLE step AS query")
+    check_target(session, name)
     if record is None and not session.store.exists(name):
         raise BadInput(f"there is no step {name} to insert into (as Spark refuses an INSERT into a missing "
                        f"table): CREATE TABLE {name} AS query first")
@@ -74,6 +72,13 @@ def insert(session, statement: Insert, semantics: str, representation: str) -> t
     saved = session.create_table(run_name(session, name, number), query, semantics, representation)
     keep_runs(session, name, [*runs, Run(saved.name, saved.created_at, number)])
     return saved, number
+
+
+def check_target(session, name: str) -> None:
+    """Refuse, before a script's first statement runs, an INSERT into a registered table."""
+    if name.lower() in session.catalog.tables:
+        raise BadInput(f"INSERT INTO {name}: {name} is a registered table, which dltrace does not change (register "
+                       f"its source again when it grows): INSERT adds a run to a step, CREATE TABLE step AS query")
 
 
 def check_not_a_jobs_output(session, name: str) -> None:

@@ -123,7 +123,8 @@ def run_script(session, text: str, semantics: str = "control", representation: s
         raise BadInput(f"the script has no statements: {SUPPORTED}")
     for statement in statements:
         with naming(statement):
-            check_statement(statement)
+            if (checked := check_statement(statement)).insert is not None:
+                inserts.check_target(session, checked.insert.name)
     outcomes = []
     with openlineage.script_run(None, text):  # the parent run of its steps' (a named one if the CLI began it)
         for statement in statements:
