@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from pathlib import Path
 
 import duckdb
 import pytest
 
 from dltrace.cli import main
+from dltrace.dataframe.job_files import WrittenStore
 from dltrace.dataframe.runs import RUN, RUN_AT, result_of, runs_by_result
 from dltrace.impact.search import impact
 from dltrace.result_format import time_text
@@ -194,8 +196,11 @@ def test_a_table_pruned_before_a_date_keeps_its_rows_and_takes_later_runs(job, c
     days = order_days(data)[:3]
     spark.sql("DROP TABLE IF EXISTS spark_catalog.default.r_log")
     try:
-        for day in days[:2]:
-            job(TABLE_DAYS.format(data=data), day)
+        job(TABLE_DAYS.format(data=data), days[0])
+        first_written = WrittenStore(job.session.catalog).at("r_log").written_at
+        while int(time.time()) == int(first_written):  # run 2 in a later second than run 1: --before tells them apart
+            time.sleep(0.05)
+        job(TABLE_DAYS.format(data=data), days[1])
         session, catalog = job.session, str(job.session.catalog.directory)
         directory = Path(spark.sql("DESCRIBE TABLE EXTENDED spark_catalog.default.r_log")
                          .where("col_name = 'Location'").first()["data_type"].removeprefix("file:"))
