@@ -95,13 +95,19 @@ def mode() -> str:
 
 
 def alive(pid: int) -> bool:
+    """Whether process ``pid`` runs: not gone, not another user's, and not a zombie (killed,
+    its exit not yet collected by a parent that may never collect it, as PID 1 of a container)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:  # another user's process has the id now
         return False
-    return True
+    try:
+        status = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:  # no /proc (not Linux): signal 0 is all there is to ask
+        return True
+    return status.rsplit(")", 1)[-1].split()[0] not in ("Z", "X")  # the state follows the command's name
 
 
 def read_state() -> dict | None:
