@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from dltrace.rewriter.context import WHOLE_INPUT, RewriteContext
-from dltrace.rewriter.distinct_set_operations import replaced_innermost_first
+from dltrace.rewriter.context import RewriteContext
+from dltrace.rewriter.distinct_set_operations import kept_left_rows, replaced_innermost_first
 
 COPY = "_copy"  # a copy's number among the rows of its value
 
@@ -33,17 +33,9 @@ def all_set_operations(expression: exp.Expression, context: RewriteContext) -> e
 
 def _numbered(node: exp.SetOperation) -> exp.Select:
     left, right = (_with_copy_numbers(side.unnest()) for side in (node.left, node.right))
-    names = [name for name in left.named_selects if name != COPY]
-    matches = exp.and_(*[
-        exp.NullSafeEQ(this=exp.column(right_name, table="_right"), expression=exp.column(left_name, table="_left"))
-        for left_name, right_name in zip(names, [n for n in right.named_selects if n != COPY])
-    ], exp.EQ(this=exp.column(COPY, table="_right"), expression=exp.column(COPY, table="_left")))
-    probe = exp.select("1").from_(right.subquery("_right")).where(matches)
-    condition: exp.Expression = exp.Exists(this=probe)
-    if isinstance(node, exp.Except):
-        probe.meta[WHOLE_INPUT] = True
-        condition = exp.Not(this=condition)
-    return exp.select(*[exp.column(n, table="_left") for n in names]).from_(left.subquery("_left")).where(condition)
+    same_copy = exp.EQ(this=exp.column(COPY, table="_right"), expression=exp.column(COPY, table="_left"))
+    return kept_left_rows(left, right, [n for n in left.named_selects if n != COPY],
+                          [n for n in right.named_selects if n != COPY], isinstance(node, exp.Except), same_copy)
 
 
 def _with_copy_numbers(query: exp.Expression) -> exp.Select:

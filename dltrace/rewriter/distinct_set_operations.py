@@ -57,14 +57,22 @@ def _as_select(node: exp.SetOperation) -> exp.Select:
         names = node.named_selects
         return exp.select(*[exp.column(n, table="_union") for n in names]).distinct().from_(inner.subquery("_union"))
     left, right = node.left.unnest().copy(), node.right.unnest().copy()
+    return kept_left_rows(left, right, left.named_selects, right.named_selects, isinstance(node, exp.Except)).distinct()
+
+
+def kept_left_rows(left: exp.Query, right: exp.Query, left_names: list[str], right_names: list[str],
+                   unmatched: bool, *also: exp.Expression) -> exp.Select:
+    """``left_names`` of the rows of ``left`` (as ``_left``) that have a row of ``right`` (as
+    ``_right``) equal in ``right_names`` (NULLs match) and ``also``, or, ``unmatched``, have
+    none (then control lineage takes the whole right input)."""
     matches = exp.and_(*[
         exp.NullSafeEQ(this=exp.column(right_name, table="_right"), expression=exp.column(left_name, table="_left"))
-        for left_name, right_name in zip(left.named_selects, right.named_selects)
-    ])
+        for left_name, right_name in zip(left_names, right_names)
+    ], *also)
     probe = exp.select("1").from_(right.subquery("_right")).where(matches)
     condition: exp.Expression = exp.Exists(this=probe)
-    if isinstance(node, exp.Except):
+    if unmatched:
         probe.meta[WHOLE_INPUT] = True
         condition = exp.Not(this=condition)
-    columns = [exp.column(n, table="_left") for n in left.named_selects]
-    return exp.select(*columns).distinct().from_(left.subquery("_left")).where(condition)
+    columns = [exp.column(n, table="_left") for n in left_names]
+    return exp.select(*columns).from_(left.subquery("_left")).where(condition)
