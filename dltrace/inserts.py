@@ -38,9 +38,10 @@ class Insert:
     by_name: bool = False
 
 
-def runs_of(catalog, name: str) -> Written | None:
-    """The record of the runs of step ``name`` when a script inserted into it."""
-    record = WrittenStore(catalog).all().get(name.lower())
+def runs_of(catalog, name: str, records: dict[str, Written] | None = None) -> Written | None:
+    """The record of the runs of step ``name`` when a script inserted into it (``records``:
+    the catalog's records of writes, when read already)."""
+    record = (WrittenStore(catalog).all() if records is None else records).get(name.lower())
     return record if record is not None and record.format == FORMAT else None
 
 
@@ -52,8 +53,9 @@ def exists(session, name: str) -> bool:
 def insert(session, statement: Insert, semantics: str, representation: str) -> tuple[SavedResult, int | None]:
     """``statement`` carried out: the saved run and its number (None: an overwrite, saved whole)."""
     name = statement.name.lower()
-    check_not_a_jobs_output(session, name)
-    record = runs_of(session.catalog, name)
+    records = WrittenStore(session.catalog).all()  # read once: the jobs' writes and this step's runs
+    check_not_a_jobs_output(name, records)
+    record = runs_of(session.catalog, name, records)
     check_target(session, name)
     if record is None and not session.store.exists(name):
         raise BadInput(f"there is no step {name} to insert into (as Spark refuses an INSERT into a missing "
@@ -81,9 +83,9 @@ def check_target(session, name: str) -> None:
                        f"its source again when it grows): INSERT adds a run to a step, CREATE TABLE step AS query")
 
 
-def check_not_a_jobs_output(session, name: str) -> None:
+def check_not_a_jobs_output(name: str, records: dict[str, Written]) -> None:
     """A step whose rows a job wrote somewhere is added to by the job: the files would differ."""
-    for record in WrittenStore(session.catalog).all().values():
+    for record in records.values():
         if record.format != FORMAT and name in {record.name, *(run.result for run in record.run_list())}:
             raise UnsupportedLineage(f"INSERT INTO {name}: its rows are what a job wrote to {record.path}: add to "
                                      f"it from the job (mode 'append', insertInto), so that the files hold them too")
