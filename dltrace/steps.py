@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 from sqlglot import exp
 
-from dltrace import granularity, openlineage, rewriter
+from dltrace import granularity, openlineage, profile, rewriter
 from dltrace.engine import reference_codes
 from dltrace.errors import BadInput
 from dltrace.plain import names_read
@@ -130,7 +130,8 @@ def save(ls, frame, name: str, query: str | None, semantics: str | None, represe
         raise BadInput("save(frame, name) takes the DataFrame sql() or trace() returned, then the result's "
                        "name: ls.save(ls.sql(query), 'name')")
     if query is None and is_connect_frame(frame) and ls.made_by(frame) is None:
-        frame = ls.trace(frame, semantics or "control", representation or "set")
+        with profile.phase("plan"):
+            frame = ls.trace(frame, semantics or "control", representation or "set")
     made_by = ls.made_by(frame)
     if query is None and made_by is None:
         raise BadInput("save: this DataFrame was not returned by sql() with row lineage: pass query=")
@@ -144,18 +145,21 @@ def save(ls, frame, name: str, query: str | None, semantics: str | None, represe
     ls.check_name_free(name, "a saved result")
     check_target(ls.store, name, query)
     with openlineage.save_run(ls, name, query) as saved:  # START, then COMPLETE with it or FAIL
-        lineage = plain_lineage(made_by)
-        read = ls.results_read(query) if is_step(made_by) else {}
-        # planned again as a save stores it: the rows read named, windows' sets held apart
-        windows = is_step(made_by) and rewriter.parse(query).find(exp.Window) is not None
-        if (read and not made_by.references) or windows:
-            frame = ls.row_lineage(query, semantics, representation, references=bool(read), windows_apart=windows)
-        if read:
-            lineage = step_lineage(name, made_by, read, ls.store, ls.spark_views.path,
-                                   lambda: ls.lineage_expression(query, semantics, representation).meta)
-        rows, sets = ls.shared_lineage(frame)  # shared sets are stored once, not in every row
-        named_sets = held_apart_sets(ls, frame)  # and so are the sets of window partitions and frames
-        with ls.executing(frame):
+        with profile.phase("plan"):
+            lineage = plain_lineage(made_by)
+            read = ls.results_read(query) if is_step(made_by) else {}
+            # planned again as a save stores it: the rows read named, windows' sets held apart
+            windows = is_step(made_by) and rewriter.parse(query).find(exp.Window) is not None
+            if (read and not made_by.references) or windows:
+                frame = ls.row_lineage(query, semantics, representation, references=bool(read),
+                                       windows_apart=windows)
+            if read:
+                lineage = step_lineage(name, made_by, read, ls.store, ls.spark_views.path,
+                                       lambda: ls.lineage_expression(query, semantics, representation).meta)
+        with profile.phase("sets"):
+            rows, sets = ls.shared_lineage(frame)  # shared sets are stored once, not in every row
+            named_sets = held_apart_sets(ls, frame)  # and so are the sets of window partitions and frames
+        with ls.executing(frame), profile.phase("save"):
             saved.append(ls.store.save(rows, name, query, semantics, representation, index,
                                        disjoint_rows=lineage.disjoint_rows(bool(sets)) and named_sets is None,
                                        shared_sets=sets, references=lineage.references, named=lineage.named,

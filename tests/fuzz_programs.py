@@ -27,7 +27,7 @@ def check(classic, lineage, seeds: list[int], work: Path, progress=None) -> tupl
     """(plain outcomes, differences, line differences) of the programs of ``seeds``, batch by
     batch so that progress can be told."""
     data = write_sources(work / "data") if not (work / "data").exists() else work / "data"
-    plain, traced = {}, {}
+    plain, traced, told = {}, {}, set()
     started = time.monotonic()
     for first in range(0, len(seeds), BATCH * 4):
         programs = [generate(seed) for seed in seeds[first:first + BATCH * 4]]
@@ -37,6 +37,9 @@ def check(classic, lineage, seeds: list[int], work: Path, progress=None) -> tupl
             found = differences(plain, traced)
             rate = len(plain) / max(time.monotonic() - started, 1e-9)
             progress(f"{len(plain)}/{len(seeds)} programs, {rate:.2f}/s: {len(found)} differences")
+            for seed in sorted(set(found) - told):  # each as soon as it is found: a long run is read as it goes
+                progress(f"program {seed}: {found[seed]}")
+            told.update(found)
     return plain, differences(plain, traced), line_differences(plain, traced)
 
 

@@ -102,6 +102,15 @@ def test_bad_registrations(capsys, spark, tmp_path, args, expected):
     assert not (tmp_path / "catalog.json").exists(), "a failed registration must leave no catalog behind"
 
 
+@pytest.mark.parametrize("flags", [["--profile"], ["--profile-json", "p.json"], ["--resume"]])
+def test_a_sql_script_takes_no_job_flags(capsys, tmp_path, flags):
+    script = tmp_path / "steps.sql"
+    script.write_text("SELECT 1;")
+    code, _, err = cli(capsys, "run", str(script), *flags, "--catalog", str(tmp_path))
+    assert code == 2 and flags[0].split("-json")[0] in one_line(err) and "PySpark scripts" in one_line(err)
+    assert not (tmp_path / "p.json").exists()
+
+
 def test_reregistering_is_idempotent(capsys, spark, tmp_path):
     args = ["register", "store", str(PAPER / "store.csv"), "--key", "s_id", "--catalog", str(tmp_path)]
     assert cli(capsys, *args)[0] == 0

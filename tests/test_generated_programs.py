@@ -152,3 +152,17 @@ def test_two_lists_of_rows_joined(programs_setup):
     more = "[('ann', 1, 0.5), ('zed', 3, None)], 'user string, grade int, weight double'"
     assert cut_down(programs_setup, f"f = events.join(spark.createDataFrame({rows}), 'user', 'left_anti')"
                                     f".join(spark.createDataFrame({more}), 'user', 'inner')") == {}
+
+
+def test_values_computed_on_a_side_an_outer_join_pads(programs_setup):
+    """Found by the generator (seed 1073): ``concat_ws`` of a column, computed before a full
+    join, became ``''`` on the rows the join padded with NULLs, where Spark has NULL: the merge
+    of derived tables computed it after the join (so would a literal, or a rename under a
+    ROLLUP, seed 1075).  Such a derived table is kept whole (dataframe/as_written.py)."""
+    users = "users.select('user', F.col('age').alias('r_age'))"
+    assert cut_down(programs_setup,
+                    f"f = events.select('user', F.concat_ws(',', F.col('tags')).alias('c1'), F.lit('x').alias('c2'))"
+                    f".join({users}, ['user'], 'full')",
+                    f"f = {users}.join(events.select('user', (F.col('qty') + 1).alias('q')), ['user'], 'left')",
+                    "f = events.select('amount', F.col('amount').alias('c1')).na.drop(subset=['amount'])"
+                    ".rollup('amount', 'c1').agg(F.count('*').alias('n'))") == {}

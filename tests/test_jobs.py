@@ -51,7 +51,9 @@ def shop_runs(tmp_path_factory):
         out = work / ("out-again" if kind == "again" else "out")
         command = [sys.executable, str(SHOP_JOB), str(data), str(out)]
         if kind != "plain":
-            command = [sys.executable, "-m", "dltrace", "run", "--catalog", str(work / "catalog"), *command[1:]]
+            profiled = ["--profile-json", str(work / "profile.json")] if kind == "again" else []
+            command = [sys.executable, "-m", "dltrace", "run", "--catalog", str(work / "catalog"), *profiled,
+                       *command[1:]]
         done = subprocess.run(command, capture_output=True, text=True, env=python_env(), cwd=work, timeout=900)
         assert done.returncode == 0, done.stderr[-3000:]
         runs[kind] = {"work": work, "out": out, "stdout": done.stdout, "stderr": done.stderr}
@@ -90,6 +92,24 @@ def test_the_second_run_registers_nothing_and_keeps_the_ids(shop_runs):
     assert runs["again"]["tables"] == runs["dltrace"]["tables"]
     assert {name: entry.version for name, entry in runs["again"]["tables"].items()} == \
            {"orders": 1, "customers": 1, "products": 1}
+
+
+def test_a_profiled_run_times_each_read_and_step_in_phases_and_prints_what_it_prints(shop_runs):
+    _, runs = shop_runs
+    again = runs["again"]
+    assert again["stdout"] == runs["plain"]["stdout"]  # the profile is on stderr only
+    assert "dltrace: profile of" in again["stderr"] and "the script's own work" in again["stderr"]
+    profile = json.loads((again["work"] / "profile.json").read_text())
+    steps = {entry["name"]: entry for entry in profile["entries"] if entry["kind"] == "step"}
+    reads = [entry for entry in profile["entries"] if entry["kind"] == "read"]
+    # out-again is a path of its own: its result is category_weekly_2
+    assert set(steps) == {"country_daily", "category_weekly_2"} and len(reads) >= 3
+    for name, step in steps.items():
+        assert step["rows"] > 0 and step["plain_seconds"] > 0 and step["lineage_ids"] > 0, name
+        assert step["lineage_bytes"] > 0 and {"plan", "save", "write", "other"} <= set(step["seconds"]), name
+        assert step["jobs"]["save"] >= 1 and step["jobs"]["write"] >= 1 and step["jobs"]["plain"] >= 1, name
+        assert abs(sum(step["seconds"].values()) - step["total"]) < 0.01, name
+    assert sum(entry["total"] for entry in profile["entries"]) < profile["seconds"]
 
 
 def shop_oracle(data: Path, order_id: int) -> tuple[set, set]:

@@ -13,6 +13,7 @@ from dltrace.errors import BadInput
 from dltrace.formatting import output_limit
 from dltrace.granularity import GranuleDecoder
 from dltrace.pipeline import Outcome, OutcomeKind, split_statements
+from dltrace.profile import Profile, profiling, write_json
 from dltrace.progress import say
 
 
@@ -31,6 +32,10 @@ def add_parser(commands, parents: Parents) -> None:
                         help="a PySpark script: skip the steps saved before from the same query over unchanged inputs")
     script.add_argument("--format", choices=FORMATS, default="table", help="how its queries' rows are printed")
     script.add_argument("--limit", type=int, help="at most N rows per query (table format: 50 by default)")
+    script.add_argument("--profile", action="store_true",
+                        help="a PySpark script: print where its time went, per step and phase, on stderr at the end "
+                             "(each step is also computed plainly once, to compare)")
+    script.add_argument("--profile-json", metavar="FILE", help="--profile, and its figures written to FILE as JSON")
     script.set_defaults(handler=run, says_spark=True)  # whether it ran on the warm server
 
 
@@ -41,9 +46,10 @@ def run(args: argparse.Namespace) -> int:
     if path.endswith(".py"):
         with openlineage.script_run(os.path.basename(path)):  # its saves are the steps of this run
             return run_job_file(session, args)
-    if args.arguments or args.resume:
-        raise BadInput(f"{' '.join(args.arguments) or '--resume'}: a SQL script takes no arguments, and --resume "
-                       f"applies to PySpark scripts")
+    if args.arguments or args.resume or args.profile or args.profile_json:
+        given = " ".join(args.arguments) or ("--resume" if args.resume else "--profile")
+        raise BadInput(f"{given}: a SQL script takes no arguments, and --resume and --profile apply to PySpark "
+                       f"scripts")
     text = sys.stdin.read() if path == "-" else query_text("@" + path)
     output_limit(args)  # a bad --limit fails before anything runs
     total = len(split_statements(text))
@@ -57,8 +63,18 @@ def run_job_file(session, args: argparse.Namespace) -> int:
     """A PySpark script whose ``saveAsTable`` writes are saved steps (dltrace/dataframe/jobs.py)."""
     from dltrace.dataframe.jobs import run_job
 
-    run_job(session, args.file, args.semantics, args.repr, say=lambda text: say(f"dltrace: {text}"),
-            argv=args.arguments, resume=args.resume)
+    profiled = Profile() if args.profile or args.profile_json else None
+    try:
+        with profiling(profiled):
+            run_job(session, args.file, args.semantics, args.repr, say=lambda text: say(f"dltrace: {text}"),
+                    argv=args.arguments, resume=args.resume)
+    finally:  # a failed run's profile says where it got to
+        if profiled is not None:
+            profiled.finish()
+            print(profiled.table(f"dltrace: profile of {args.file} ({args.semantics}, {args.repr})"),
+                  file=sys.stderr, flush=True)
+            if args.profile_json:
+                write_json(profiled, args.profile_json)
     return 0
 
 

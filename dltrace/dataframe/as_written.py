@@ -19,7 +19,77 @@ from dltrace.dataframe.scope import SIMPLE_NAME
 def as_written(query: exp.Query) -> exp.Query:
     """``query`` (fully qualified, inputs aliased ``_dfN``) with its derived tables merged
     where the meaning allows and its tables read once named after themselves."""
-    return named_after_tables(merge_subqueries(query))
+    return named_after_tables(merged(query))
+
+
+def merged(query: exp.Query) -> exp.Query:
+    """``merge_subqueries`` of ``query``, but for the derived tables whose merge would change
+    what the query computes (``changes_if_merged``): each is merged within on its own and kept
+    in place of a stand-in table while the rest is merged."""
+    kept: dict[str, exp.Subquery] = {}
+    for derived in list(query.find_all(exp.Subquery)):
+        if derived.root() is not query:  # inside one kept already, merged with it
+            continue
+        if changes_if_merged(derived):
+            stand_in = f"__dlkept{len(kept)}"
+            kept[stand_in] = exp.Subquery(this=merged(derived.this.copy()), alias=derived.args["alias"].copy())
+            derived.replace(exp.Table(this=exp.to_identifier(stand_in), alias=derived.args["alias"].copy()))
+    query = merge_subqueries(query)
+    for table in list(query.find_all(exp.Table)):
+        if table.name in kept:
+            table.replace(kept[table.name])
+    return query
+
+
+def changes_if_merged(derived: exp.Subquery) -> bool:
+    """Whether folding derived table ``derived`` into the SELECT that reads it changes the
+    rows, where ``merge_subqueries`` does not see it: a value computed in it (not a column)
+    on a side of an outer join that the join pads with NULLs (merged, it would be computed
+    over the NULLs: ``concat_ws`` of NULL is ``''``, a literal is not NULL), or columns it
+    renames or computes that a ROLLUP, CUBE or GROUPING SETS of the outer SELECT groups by
+    (merged, two grouping columns can become one)."""
+    inner, holder = derived.this, derived.parent
+    outer = holder.parent if isinstance(holder, (exp.From, exp.Join)) else None
+    if not isinstance(inner, exp.Select) or not isinstance(outer, exp.Select):
+        return False
+    kinds = {s.alias_or_name: origin(inner, s) for s in inner.selects}
+    computed = {name for name, kind in kinds.items() if kind == "computed"}
+    renamed = {name for name, kind in kinds.items() if kind != "column"}
+    if computed and padded_with_nulls(holder, outer):
+        return True
+    alias = derived.alias_or_name
+    group = outer.args.get("group")
+    return any(column.table == alias and column.name in renamed
+               for sets in (group.find_all(exp.Rollup, exp.Cube, exp.GroupingSets) if group else [])
+               for column in sets.find_all(exp.Column))
+
+
+def origin(select: exp.Select, projection: exp.Expression) -> str:
+    """What ``projection`` of ``select`` is once the derived tables below are merged into it:
+    ``column`` (a column of its own name), ``renamed`` or ``computed``."""
+    value = projection.unalias()
+    if not isinstance(value, exp.Column):
+        return "computed"
+    if value.name != projection.alias_or_name:
+        return "renamed"
+    sources = [select.args.get("from_"), *(select.args.get("joins") or [])]
+    for source in sources:
+        derived = source.this if source is not None else None
+        if isinstance(derived, exp.Subquery) and derived.alias_or_name == value.table \
+                and isinstance(derived.this, exp.Select):
+            below = [s for s in derived.this.selects if s.alias_or_name == value.name]
+            return origin(derived.this, below[0]) if below else "column"
+    return "column"
+
+
+def padded_with_nulls(holder: exp.From | exp.Join, outer: exp.Select) -> bool:
+    """Whether the input in ``holder`` (the FROM or a JOIN of ``outer``) can have its columns
+    padded with NULLs: joined LEFT or FULL, or followed by a RIGHT or FULL join."""
+    joins = outer.args.get("joins") or []
+    if isinstance(holder, exp.Join) and holder.side in ("LEFT", "FULL"):
+        return True
+    after = joins[joins.index(holder) + 1:] if isinstance(holder, exp.Join) else joins
+    return any(join.side in ("RIGHT", "FULL") for join in after)
 
 
 def named_after_tables(query: exp.Query) -> exp.Query:

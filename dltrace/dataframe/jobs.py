@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from dltrace import profile
 from dltrace.dataframe import api_coverage, job_files, table_runs
 from dltrace.dataframe.built_at import BuiltAt
 from dltrace.dataframe.expressions import decimal_digits
@@ -72,8 +73,20 @@ class JobRun:
         return script_line(self.script)
 
     def read(self, reader, paths) -> object:
-        """``spark.read...load(paths)``: the saved results steps wrote there (``read_back``),
-        else the files as registered tables (one per path), read with ``spark.table``."""
+        """``spark.read...load(paths)``, timed as a line of ``--profile``'s (``read_sources``)."""
+        profiled = profile.current()
+        if profiled is None:
+            return self.read_sources(reader, paths)
+        profiled.begin("read", ", ".join([paths] if isinstance(paths, str) else list(paths or [])) or "?",
+                       self.line())
+        try:
+            return self.read_sources(reader, paths)
+        finally:
+            profiled.end()
+
+    def read_sources(self, reader, paths) -> object:
+        """The saved results steps wrote at ``paths`` (``read_back``), else the files as
+        registered tables (one per path), read with ``spark.table``."""
         paths = [paths] if isinstance(paths, str) else list(paths or [])
         if not paths and "path" in reader._options:
             paths = [reader._options.pop("path")]
@@ -127,7 +140,8 @@ class JobRun:
             writer = writer.format(fmt)
         if partition_by:
             writer = writer.partitionBy(*partition_by)
-        self.originals["saveAsTable"](writer, table)
+        with profile.phase("write"):
+            self.originals["saveAsTable"](writer, table)
         directory = job_files.table_location(spark, table)
         files = job_files.files_now(job_files.job_location(directory, "table"), fmt or "parquet") if directory else None
         job_files.record_write(self.lineage, step.name, name.lower(), fmt or "parquet", mode, partition_by, {},
@@ -181,7 +195,7 @@ class JobRun:
         out = rows.write.format(fmt).mode("append" if mode == "append" else "overwrite").options(**settings.options)
         if partition_by:
             out = out.partitionBy(*partition_by)
-        with job_files.dropped_unless_written(self.lineage, run, new):
+        with job_files.dropped_unless_written(self.lineage, run, new), profile.phase("write"):
             self.originals["save"](out, str(where))
         this = job_files.Run(run, time.time(), number,
                              job_files.partitions_of(rows, partition_by) if partition_by else None, dynamic)
@@ -214,6 +228,11 @@ class JobRun:
         line, started = self.line(), time.perf_counter()
         lineage = self.lineage
         self.say(f"line {line}: saving result {name} ...")
+        if (profiled := profile.current()) is not None:
+            profiled.begin("step", name, line)
+            with profiled.phase("plain", apart=True):  # what the step costs plainly, for the profile only
+                self.originals["save"](frame.write.format("noop").mode("overwrite"))
+            started += profiled.entries[-1].plain_seconds or 0.0
         with session_conf(lineage.spark, job_files.settings_changed(frame._session, lineage.spark)):
             saved = lineage.save(frame, name, semantics=self.semantics, representation=self.representation)
         return Step(saved.name, saved.rows, time.perf_counter() - started, line)
@@ -227,6 +246,8 @@ class JobRun:
 
     def done(self, step: Step) -> None:
         self.steps.append(step)
+        if (profiled := profile.current()) is not None and (entry := profiled.end(step.rows)) is not None:
+            entry.lineage_ids, entry.lineage_bytes = profile.stored_lineage(self.lineage, step.name)
         did = "saved before, skipped" if step.skipped else f"{step.rows} rows in {step.seconds:.1f} s"
         where = f", written to {step.path}" if step.path else ""
         self.say(f"line {step.line}: saved result {step.name}: {did}{where}")

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
+from dltrace import profile
 from dltrace.dataframe import job_files
 from dltrace.dataframe.job_files import Run, WrittenStore
 from dltrace.errors import BadInput, UnsupportedLineage
@@ -129,7 +130,7 @@ def add_to_table(job, frame, write: TableWrite) -> None:
     run = job_files.run_name(lineage, base, number)
     step = job.saved(source, run)
     rows = job_files.saved_rows(lineage, spark, run, source.schema)
-    with job_files.dropped_unless_written(lineage, run, new=True):
+    with job_files.dropped_unless_written(lineage, run, new=True), profile.phase("write"):
         write.write(rows, table)
     replaces_all = write.overwrite and not (write.dynamic and partition_by)
     this = Run(run, time.time(), number, job_files.partitions_of(rows, partition_by) if partition_by else None,
