@@ -166,3 +166,13 @@ def test_values_computed_on_a_side_an_outer_join_pads(programs_setup):
                     f"f = {users}.join(events.select('user', (F.col('qty') + 1).alias('q')), ['user'], 'left')",
                     "f = events.select('amount', F.col('amount').alias('c1')).na.drop(subset=['amount'])"
                     ".rollup('amount', 'c1').agg(F.count('*').alias('n'))") == {}
+
+
+def test_a_fill_of_no_columns_and_a_rollup_of_a_computed_column(programs_setup):
+    """Found by the generator (seeds 1152, 1192, 1378, 1102): ``na.fill({})`` is the frame
+    itself in classic Spark, where Connect's client raises CANNOT_BE_EMPTY (dltrace run keeps
+    classic's); ``rollup`` of a column computed before it (``flag != flag``) was merged into
+    ``ROLLUP(flag <> flag)``, which the rewriter could not parse."""
+    assert cut_down(programs_setup, "f = events.groupBy('user').count().na.fill({})",
+                    "f = events.select('qty', (F.col('flag') != F.col('flag')).alias('c4')).na.drop(subset=['qty'])"
+                    ".rollup('c4').agg(F.count('*').alias('n'))") == {}

@@ -263,8 +263,8 @@ def run_job(lineage, path: str, semantics: str = "control", representation: str 
     script = os.path.abspath(path)
     job = JobRun(lineage, script, semantics, representation, resume, say or (lambda text: None))
     built = BuiltAt(script)
-    with the_session(lineage.frames), io_as_steps(job), classic_decimal_literals(), built.recording(), \
-            script_argv([path, *(argv or [])]):
+    with the_session(lineage.frames), io_as_steps(job), classic_decimal_literals(), classic_empty_fill(), \
+            built.recording(), script_argv([path, *(argv or [])]):
         try:
             runpy.run_path(script, run_name="__main__")
         except SystemExit as stop:
@@ -365,6 +365,24 @@ def classic_decimal_literals() -> Iterator[None]:
         yield
     finally:
         LiteralExpression._infer_type = earlier
+
+
+@contextmanager
+def classic_empty_fill() -> Iterator[None]:
+    """``df.na.fill({})`` (``fillna`` of an empty dict) is ``df``, as classic Spark has it;
+    Connect's client raises CANNOT_BE_EMPTY."""
+    from pyspark.sql.connect.dataframe import DataFrame
+
+    earlier = DataFrame.fillna
+
+    def fillna(frame, value, subset=None):
+        return frame if isinstance(value, dict) and not value else earlier(frame, value, subset)
+
+    DataFrame.fillna = fillna
+    try:
+        yield
+    finally:
+        DataFrame.fillna = earlier
 
 
 @contextmanager
