@@ -176,3 +176,13 @@ def test_a_fill_of_no_columns_and_a_rollup_of_a_computed_column(programs_setup):
     assert cut_down(programs_setup, "f = events.groupBy('user').count().na.fill({})",
                     "f = events.select('qty', (F.col('flag') != F.col('flag')).alias('c4')).na.drop(subset=['qty'])"
                     ".rollup('c4').agg(F.count('*').alias('n'))") == {}
+
+
+def test_a_semi_join_then_a_full_join(programs_setup):
+    """Found by the generator (seed 1164): a left semi join, then a full join of its rows, was
+    merged into one SELECT, whose semi join before a FULL JOIN the rewriter refuses; the semi
+    join's SELECT is kept whole."""
+    rows = "[('ann', 1, 0.5), ('bob', None, 2.25)], 'user string, grade int, weight double'"
+    assert cut_down(programs_setup, "f = events.join(events.filter(F.array_contains(F.col('tags'), 'a'))"
+                                    ".select('user'), 'user', 'left_semi')"
+                                    f".join(spark.createDataFrame({rows}), 'user', 'full')") == {}

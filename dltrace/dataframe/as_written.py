@@ -47,7 +47,8 @@ def changes_if_merged(derived: exp.Subquery) -> bool:
     on a side of an outer join that the join pads with NULLs (merged, it would be computed
     over the NULLs: ``concat_ws`` of NULL is ``''``, a literal is not NULL), or columns it
     renames or computes that a ROLLUP, CUBE or GROUPING SETS of the outer SELECT groups by
-    (merged, two grouping columns can become one)."""
+    (merged, two grouping columns can become one).  And one the rewriter could not trace
+    merged: a semi or anti join that would come before a RIGHT or FULL join."""
     inner, holder = derived.this, derived.parent
     outer = holder.parent if isinstance(holder, (exp.From, exp.Join)) else None
     if not isinstance(inner, exp.Select) or not isinstance(outer, exp.Select):
@@ -57,6 +58,8 @@ def changes_if_merged(derived: exp.Subquery) -> bool:
     renamed = {name for name, kind in kinds.items() if kind != "column"}
     if computed and padded_with_nulls(holder, outer):
         return True
+    if semi_joined(inner) and any(join.side in ("RIGHT", "FULL") for join in outer.args.get("joins") or []):
+        return True  # the rewriter traces a semi or anti join before a RIGHT or FULL one only apart
     alias = derived.alias_or_name
     group = outer.args.get("group")
     return any(column.table == alias and column.name in renamed
@@ -80,6 +83,10 @@ def origin(select: exp.Select, projection: exp.Expression) -> str:
             below = [s for s in derived.this.selects if s.alias_or_name == value.name]
             return origin(derived.this, below[0]) if below else "column"
     return "column"
+
+
+def semi_joined(select: exp.Select) -> bool:
+    return any((join.kind or "").upper() in ("SEMI", "ANTI") for join in select.args.get("joins") or [])
 
 
 def padded_with_nulls(holder: exp.From | exp.Join, outer: exp.Select) -> bool:
