@@ -173,10 +173,12 @@ class ResultStore:
         return self._stored_rows(spark, result).where(F.col(result.numbering).isin(wanted)) \
             .selectExpr(*result.rows_sql())
 
-    def ordered_sql(self, result: SavedResult, *more: str) -> str:
-        """Spark SQL of the result's query columns (and ``more`` expressions) in its own row order."""
+    def ordered_sql(self, result: SavedResult, *more: str, ordered: bool = True) -> str:
+        """Spark SQL of the result's query columns (and ``more`` expressions) in its own row
+        order (``ordered``; else as the files are read, without a sort)."""
         columns = ", ".join([*map(backquoted, result.query_columns), *more])
-        return f"SELECT {columns} FROM parquet.{backquoted(str(self.path(result.data)))} ORDER BY {result.numbering}"
+        rows = f"SELECT {columns} FROM parquet.{backquoted(str(self.path(result.data)))}"
+        return f"{rows} ORDER BY {result.numbering}" if ordered else rows
 
     def _stored_rows(self, spark, result: SavedResult):
         """rows.parquet's columns as written (``_pos`` from format 5 on, ``_row`` before)."""

@@ -301,10 +301,20 @@ def drop_runs(lineage, runs: list[Run]) -> None:
 
 
 def saved_rows(lineage, spark, name: str, schema=None):
-    """Saved result ``name``'s query columns in its own row order, as a DataFrame of ``spark``;
-    with the job's ``schema``, its columns that are never NULL there are NOT NULL here too."""
-    rows = spark.sql(lineage.store.ordered_sql(lineage.store.get(name)))
+    """Saved result ``name``'s query columns, as a DataFrame of ``spark``: in its own row order
+    when its query orders them (a sort of every row costs a write of a large step as much as
+    computing it), else as stored.  With the job's ``schema``, its columns that are never NULL
+    there are NOT NULL here too."""
+    result = lineage.store.get(name)
+    rows = spark.sql(lineage.store.ordered_sql(result, ordered=orders_rows(result.query)))
     return rows if schema is None else nullable_as(rows, schema)
+
+
+def orders_rows(query: str) -> bool:
+    """Whether ``query``'s outermost SELECT (or set operation) has an ORDER BY."""
+    from dltrace.rewriter import parse
+
+    return parse(query).args.get("order") is not None
 
 
 def nullable_as(rows, schema):
