@@ -135,6 +135,9 @@ def plain_failure(script: Path) -> Callable[[BaseException], tuple[str, int]]:
         from pyspark.errors import PySparkException
 
         kind = error.getCondition() if isinstance(error, PySparkException) else None
+        if kind is None and type(error).__name__ == "Py4JJavaError":  # a task's failure classic PySpark
+            named = re.search(r"\[([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)\]", str(error))  # leaves unconverted:
+            kind = named.group(1) if named else None  # its Spark condition, as dltrace's line names it
         frames = [f.lineno for f in traceback.extract_tb(error.__traceback__) if Path(f.filename) == script]
         return kind or type(error).__name__, frames[-1] if frames else 0
     return failure
