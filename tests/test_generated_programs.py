@@ -186,3 +186,13 @@ def test_a_semi_join_then_a_full_join(programs_setup):
     assert cut_down(programs_setup, "f = events.join(events.filter(F.array_contains(F.col('tags'), 'a'))"
                                     ".select('user'), 'user', 'left_semi')"
                                     f".join(spark.createDataFrame({rows}), 'user', 'full')") == {}
+
+
+def test_a_drop_of_nulls_in_a_between(programs_setup):
+    """Found by the generator (seeds 1708, 1883): ``na.drop`` of a column computed as
+    ``between`` (``a >= 1 AND a <= 5``) dropped every row: merged into ``NOT c IS NULL`` it
+    was printed without parentheses, which Spark reads as another condition."""
+    assert cut_down(programs_setup,
+                    "f = events.select('qty', F.col('price').between(1, 5).alias('c1')).na.drop(subset=['c1'])",
+                    "f = events.select('qty', (F.col('qty').isNull() | F.col('flag')).alias('c1'))"
+                    ".select('qty', (~F.col('c1')).alias('c2'), F.col('c1').isNull().alias('c3'))") == {}

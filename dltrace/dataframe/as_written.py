@@ -34,10 +34,23 @@ def merged(query: exp.Query) -> exp.Query:
             stand_in = f"__dlkept{len(kept)}"
             kept[stand_in] = exp.Subquery(this=merged(derived.this.copy()), alias=derived.args["alias"].copy())
             derived.replace(exp.Table(this=exp.to_identifier(stand_in), alias=derived.args["alias"].copy()))
-    query = merge_subqueries(query)
+    query = parenthesized(merge_subqueries(query))
     for table in list(query.find_all(exp.Table)):
         if table.name in kept:
             table.replace(kept[table.name])
+    return query
+
+
+def parenthesized(query: exp.Query) -> exp.Query:
+    """Each AND or OR that the merge put under another operator in parentheses: merged into
+    ``NOT c IS NULL``, a ``c`` that is ``a >= 1 AND a <= 5`` was printed ``NOT a >= 1 AND a
+    <= 5 IS NULL``, which Spark reads otherwise (generator seeds 1708, 1883)."""
+    for connector in list(query.find_all(exp.Connector)):
+        parent = connector.parent
+        if isinstance(parent, (exp.Binary, exp.Unary, exp.Between, exp.In)) and not isinstance(parent, exp.Paren) \
+                and not isinstance(parent, type(connector)) \
+                and not (isinstance(parent, exp.Or) and isinstance(connector, exp.And)):
+            connector.replace(exp.Paren(this=connector.copy()))
     return query
 
 
