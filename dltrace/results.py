@@ -174,11 +174,9 @@ class ResultStore:
             .selectExpr(*result.rows_sql())
 
     def ordered_sql(self, result: SavedResult, *more: str, ordered: bool = True) -> str:
-        """Spark SQL of the result's query columns (and ``more`` expressions) in its own row
-        order (``ordered``; else as the files are read, without a sort)."""
-        columns = ", ".join([*map(backquoted, result.query_columns), *more])
-        rows = f"SELECT {columns} FROM parquet.{backquoted(str(self.path(result.data)))}"
-        return f"{rows} ORDER BY {result.numbering}" if ordered else rows
+        """Spark SQL of the result's query columns (and ``more``), in its row order if ``ordered``."""
+        columns, order = ", ".join([*map(backquoted, result.query_columns), *more]), f" ORDER BY {result.numbering}"
+        return f"SELECT {columns} FROM parquet.{backquoted(str(self.path(result.data)))}{order if ordered else ''}"
 
     def _stored_rows(self, spark, result: SavedResult):
         """rows.parquet's columns as written (``_pos`` from format 5 on, ``_row`` before)."""
