@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextvars
 import json
-import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -176,6 +175,20 @@ def current() -> Profile | None:
 
 
 @contextmanager
+def entry(kind: str, name: str, line: int) -> Iterator[None]:
+    """The block timed as an entry of the profile being recorded, if any (a read)."""
+    profile = _current.get()
+    if profile is None:
+        yield
+        return
+    profile.begin(kind, name, line)
+    try:
+        yield
+    finally:
+        profile.end()
+
+
+@contextmanager
 def phase(name: str) -> Iterator[None]:
     """Phase ``name`` of the step being profiled, if any (module docstring)."""
     profile = _current.get()
@@ -186,24 +199,19 @@ def phase(name: str) -> Iterator[None]:
         yield
 
 
-def directory_bytes(path: str) -> int:
-    """Bytes of the files under ``path``."""
-    return sum(os.path.getsize(os.path.join(root, name)) for root, _, names in os.walk(path) for name in names)
-
-
 def write_json(profile: Profile, path: str) -> None:
     with open(path, "w", encoding="utf-8") as out:
         json.dump(profile.as_json(), out, indent=1)
 
 
-def stored_lineage(lineage, name: str) -> tuple[int | None, int | None]:
+def stored_lineage(lineage, name: str) -> tuple[int | None, int]:
     """Saved result ``name``'s lineage as stored: the ids in its DLs and shared sets (None for
-    BDDs, whose ids are not counted) and the bytes of its directory (None when not local)."""
-    from dltrace.result_format import DL
+    BDDs, whose ids are not counted) and the bytes of its directory."""
+    from dltrace.results import DL, directory_bytes
 
     result = lineage.store.get(name)
     data = lineage.store.path(result.data)
-    size = directory_bytes(os.path.dirname(os.fspath(data))) if data.local else None
+    size = directory_bytes(data.parent)
     if result.representation != "set":
         return None, size
     own = lineage.spark.read.parquet(str(data)).selectExpr(f"coalesce(sum(size({DL})), 0)").first()[0]

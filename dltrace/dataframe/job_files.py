@@ -34,6 +34,7 @@ from sqlglot import exp
 from dltrace.errors import BadInput, UnsupportedLineage
 from dltrace.json_store import JsonStore
 from dltrace.registration import Reader, source_fingerprint
+from dltrace.rewriter import parse
 from dltrace.storage import Location, found, location
 from dltrace.table_data import backquoted, spark_uri_key
 from dltrace.views import owners_of
@@ -312,8 +313,6 @@ def saved_rows(lineage, spark, name: str, schema=None):
 
 def orders_rows(query: str) -> bool:
     """Whether ``query``'s outermost SELECT (or set operation) has an ORDER BY."""
-    from dltrace.rewriter import parse
-
     return parse(query).args.get("order") is not None
 
 

@@ -73,16 +73,10 @@ class JobRun:
         return script_line(self.script)
 
     def read(self, reader, paths) -> object:
-        """``spark.read...load(paths)``, timed as a line of ``--profile``'s (``read_sources``)."""
-        profiled = profile.current()
-        if profiled is None:
+        """``spark.read...load(paths)``, a line of ``--profile``'s (``read_sources``)."""
+        with profile.entry("read", ", ".join([paths] if isinstance(paths, str) else list(paths or [])) or "?",
+                           self.line()):
             return self.read_sources(reader, paths)
-        profiled.begin("read", ", ".join([paths] if isinstance(paths, str) else list(paths or [])) or "?",
-                       self.line())
-        try:
-            return self.read_sources(reader, paths)
-        finally:
-            profiled.end()
 
     def read_sources(self, reader, paths) -> object:
         """The saved results steps wrote at ``paths`` (``read_back``), else the files as
