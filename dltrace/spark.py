@@ -13,6 +13,7 @@ no JVM runs here.
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import re
 import socket
@@ -20,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -166,6 +168,32 @@ def serve_connect(classic, token: str | None = None) -> str:
         service.start(classic._jsc.sc())
     _server = classic  # the JVM lives as long as the process
     return f"sc://127.0.0.1:{service.localPort()}"
+
+
+def optimized_schema(frame):
+    """The schema Spark writes ``frame`` (a Spark Connect DataFrame) with: its optimized plan's,
+    whose nullability the optimizer sharpens (a column it folds to a literal is never NULL)
+    and the analyzed schema of ``frame.schema`` does not.  Read from the session's own plan in
+    the JVM that serves it; ``frame.schema`` when that JVM is not this process's."""
+    session = frame.sparkSession
+    if _server is None or not hasattr(session, "client"):
+        return frame.schema
+    from pyspark.sql.types import StructType
+
+    jvm = _server._jvm
+    manager = getattr(getattr(jvm.org.apache.spark.sql.connect.service, "SparkConnectService$"),
+                      "MODULE$").sessionManager()
+    key = jvm.org.apache.spark.sql.connect.service.SessionKey(session.client._user_id or "", session.session_id)
+    holder = manager.getIsolatedSessionIfPresent(key)
+    if holder.isEmpty():  # a session of another server
+        return frame.schema
+    view = f"dltrace_written_{uuid.uuid4().hex}"
+    frame.createOrReplaceTempView(view)
+    try:
+        plan = holder.get().session().table(view).queryExecution().optimizedPlan()
+        return StructType.fromJson(json.loads(plan.schema().json()))
+    finally:
+        session.catalog.dropTempView(view)
 
 
 CONNECT_API = {"SPARK_CONNECT_MODE_ENABLED": "1", "SPARK_LOCAL_REMOTE": "1"}

@@ -1,6 +1,7 @@
 """Generated DataFrame programs, plain against traced, from the command line (issue 65, item 2).
 
     python -m tests.fuzz_programs --programs 1000 --seed 0
+    python -m tests.fuzz_programs --seeds 10 1049      # just these programs
 
 Program ``i`` is ``generate(seed + i)`` (``python -m tests.program_generator --seed N`` prints
 it); each runs as ``spark-submit`` runs it (classic Spark) and under ``dltrace run``
@@ -47,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.fuzz_programs", description=__doc__.splitlines()[0])
     parser.add_argument("--programs", type=int, default=1000, help="how many programs (default 1000)")
     parser.add_argument("--seed", type=int, default=0, help="the first program's seed (default 0)")
+    parser.add_argument("--seeds", type=int, nargs="+", help="run just these programs (a difference again)")
     args = parser.parse_args(argv)
     from dltrace import LineageSession
     from dltrace.spark import connect_session, get_spark, serve_connect
@@ -57,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="dltrace-programs-") as directory:
         work = Path(directory)
         lineage = LineageSession(work / "catalog", spark=engine)
-        seeds = list(range(args.seed, args.seed + args.programs))
+        seeds = args.seeds or list(range(args.seed, args.seed + args.programs))
         plain, found, lines = check(classic, lineage, seeds, work,
                                     lambda text: print(text, file=sys.stderr, flush=True))
     failing = sum(1 for outcome in plain.values() if outcome.error)

@@ -248,14 +248,9 @@ def differences(plain: dict[int, Outcome], traced: dict[int, Outcome]) -> dict[i
 
 
 def same_schema(plain: list | None, traced: list | None) -> bool:
-    """Names and types equal (nested nullability included), and each column's nullability, but
-    for docs/dataframes.md's one case: a column the DataFrame's schema says nullable that plain
-    Spark's optimizer finds never NULL (a union with a side it fills with NULLs, found empty) is
-    required in plain Spark's files, optional in dltrace's."""
-    if plain is None or traced is None:
-        return plain == traced
-    return [(n, t) for n, t, _ in plain] == [(n, t) for n, t, _ in traced] and \
-        all(p == t or (not p and t) for (_, _, p), (_, _, t) in zip(plain, traced))
+    """Names, types and nullability equal, nested fields' and elements' included: dltrace
+    writes with the nullability of the job's optimized plan, as plain Spark does."""
+    return plain == traced
 
 
 def line_differences(plain: dict[int, Outcome], traced: dict[int, Outcome]) -> dict[int, str]:

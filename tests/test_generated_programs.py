@@ -196,3 +196,14 @@ def test_a_drop_of_nulls_in_a_between(programs_setup):
                     "f = events.select('qty', F.col('price').between(1, 5).alias('c1')).na.drop(subset=['c1'])",
                     "f = events.select('qty', (F.col('qty').isNull() | F.col('flag')).alias('c1'))"
                     ".select('qty', (~F.col('c1')).alias('c2'), F.col('c1').isNull().alias('c3'))") == {}
+
+
+def test_columns_the_optimizer_finds_never_null(programs_setup):
+    """Found by the generator (seeds 10, 1049, 1470, 1524): plain Spark writes a column its
+    optimizer finds never NULL (an ``isin`` of literals OR-ed with a comparison, a ``date_trunc``
+    of a literal) as required, where the DataFrame's analyzed schema says nullable; dltrace
+    wrote every such column nullable.  It now writes with the optimized plan's nullability."""
+    hour = "F.date_trunc('hour', F.lit(datetime.datetime(2024, 1, 2, 3, 4, 5)))"
+    assert cut_down(programs_setup,
+                    "f = events.select('id', (F.lit('x').isin('ann', 'bob', 'x') | (F.col('id') != F.col('price')))"
+                    f".alias('c6'), {hour}.alias('c1'))") == {}

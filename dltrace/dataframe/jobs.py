@@ -32,7 +32,7 @@ from dltrace.dataframe.expressions import decimal_digits
 from dltrace.dataframe.read_back import read_back
 from dltrace.errors import BadInput, DltraceError, UnsupportedLineage
 from dltrace.registration import Reader
-from dltrace.spark import session_conf
+from dltrace.spark import optimized_schema, session_conf
 
 REPLACING_MODES = {"overwrite": "replace", "error": "create", "errorifexists": "create", "default": "create",
                    "ignore": "ignore"}
@@ -129,7 +129,7 @@ class JobRun:
         table_runs.drop_runs_view(self.lineage, result)  # appended runs before: this write replaces them
         step = self.saved(frame, result)
         job_files.clear_own_table_location(self.lineage, spark, name, table)
-        writer = job_files.saved_rows(self.lineage, spark, step.name, frame.schema).write.mode("overwrite")
+        writer = job_files.saved_rows(self.lineage, spark, step.name, optimized_schema(frame)).write.mode("overwrite")
         if fmt:
             writer = writer.format(fmt)
         if partition_by:
@@ -185,7 +185,7 @@ class JobRun:
         run = job_files.run_name(self.lineage, name, number) if earlier else name
         new = run != name or not self.lineage.store.exists(run)  # no earlier save of this name to keep
         step = self.saved(frame, run)
-        rows = job_files.saved_rows(self.lineage, writer._spark, run, frame.schema)
+        rows = job_files.saved_rows(self.lineage, writer._spark, run, optimized_schema(frame))
         out = rows.write.format(fmt).mode("append" if mode == "append" else "overwrite").options(**settings.options)
         if partition_by:
             out = out.partitionBy(*partition_by)

@@ -27,6 +27,7 @@ from dltrace import profile
 from dltrace.dataframe import job_files
 from dltrace.dataframe.job_files import Run, WrittenStore
 from dltrace.errors import BadInput, UnsupportedLineage
+from dltrace.spark import optimized_schema
 from dltrace.spark_tables import describe
 from dltrace.table_data import backquoted, spark_uri_key
 from dltrace.views import ViewStore
@@ -129,7 +130,7 @@ def add_to_table(job, frame, write: TableWrite) -> None:
     number = max((run.number for run in earlier), default=0) + 1
     run = job_files.run_name(lineage, base, number)
     step = job.saved(source, run)
-    rows = job_files.saved_rows(lineage, spark, run, source.schema)
+    rows = job_files.saved_rows(lineage, spark, run, optimized_schema(source))
     with job_files.dropped_unless_written(lineage, run, new=True), profile.phase("write"):
         write.write(rows, table)
     replaces_all = write.overwrite and not (write.dynamic and partition_by)
