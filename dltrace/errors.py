@@ -78,6 +78,7 @@ DLTRACE_BUG = "a bug in dltrace, please report it"
 
 # what gRPC's _InactiveRpcError says when a Spark Connect call fails before Spark answers
 GRPC_FAILURE = re.compile(r'status = StatusCode\.(\w+)\s+details = "([^"]*)"')
+FAILURE_ITEM = re.compile(r"\d+\. \w+: (\[.*)")  # "1. SparkArrayIndexOutOfBoundsException: [INVALID_ARRAY_INDEX] ..."
 CONNECT_TOKEN_HELP = " (the server takes clients that give its token, in SPARK_CONNECT_AUTHENTICATE_TOKEN)"
 
 
@@ -102,6 +103,12 @@ def spark_message(error: Exception) -> tuple[str, str | None]:
         return f"the Connect server refused the call: {status}: {details}{hint}", None
     lines = [line.strip() for line in str(text).splitlines() if line.strip()]
     lines = [line for line in lines if not line.startswith("An error occurred while calling")] or lines
+    if lines and "[STAGE_MATERIALIZATION_MULTIPLE_FAILURES]" in lines[0]:
+        # stages of one query failed at once (adaptive execution): the first failure, as plain
+        # Spark raises it when a plan of one stage fails alone; not the wrapper's internal state
+        failures = [FAILURE_ITEM.match(line) for line in lines[1:]]
+        lines = [match.group(1) for match in failures if match][:1] or lines
+        state = None
     first = lines[0].removeprefix(": ") if lines else type(error).__name__
     if state is None and "SQLSTATE: " in first:
         state = first.rsplit("SQLSTATE: ", 1)[1].split()[0]

@@ -207,3 +207,47 @@ def test_columns_the_optimizer_finds_never_null(programs_setup):
     assert cut_down(programs_setup,
                     "f = events.select('id', (F.lit('x').isin('ann', 'bob', 'x') | (F.col('id') != F.col('price')))"
                     f".alias('c6'), {hour}.alias('c1'))") == {}
+
+
+def test_a_union_of_a_table_with_itself_sorted(programs_setup):
+    """Found by the generator (seeds 1197, 1618): with ``x.c AS c`` in every input of a UNION ALL
+    over Parquet, an outer ``ORDER BY x.c`` over ``x.c AS c`` failed Spark 4's plan validation
+    after its rule RemoveRedundantAliases; the inputs after the first no longer alias columns
+    to their own names (their names are not the union's)."""
+    assert cut_down(programs_setup,
+                    "f = users.unionByName(users.filter(F.col('age') > 1)).unionByName(users)"
+                    ".orderBy(F.col('age').asc(), F.col('user').asc()).limit(2)") == {}
+
+
+def test_a_pivot_of_rows_kept_by_an_array_exists(programs_setup):
+    """Found by the generator (seed 1166): a filter by the array function ``F.exists`` was taken
+    for an EXISTS subquery and merged into the PIVOT over it, which lost the names its FOR and
+    aggregate columns read (UNRESOLVED_COLUMN in the lineage query)."""
+    assert cut_down(programs_setup,
+                    "f = events.filter(F.exists(F.col('tags'), lambda t: t.startswith('b')))"
+                    ".groupBy('flag').pivot('user', ['cy', 'dee']).agg(F.count_if(F.col('day').isNull()))") == {}
+
+
+def test_a_global_aggregate_over_filtered_groups(programs_setup):
+    """Found by the generator (seed 1577): a global aggregate over a grouped frame's filter was
+    merged into the grouping (the filter as its HAVING), giving one row per group, and none
+    when the filter keeps no group, where Spark gives one row over all of them."""
+    assert cut_down(programs_setup,
+                    "g = events.groupBy('day').agg(F.sum('qty').alias('q'))\n"
+                    "f = g.filter(F.col('q') > 100000).groupBy().agg(F.count('*').alias('n'), F.max('q').alias('m'))",
+                    "g = events.groupBy('day').agg(F.sum('qty').alias('q'))\n"
+                    "f = g.filter(F.col('q') > 1).agg(F.count('*').alias('n'))") == {}
+
+
+def test_a_union_of_pivots_sorted(programs_setup):
+    """Found by the generator (seed 1952): an ORDER BY over a UNION ALL of two pivots' lineage
+    queries failed Spark 4's plan validation (RemoveRedundantAliases) while the sort key was
+    written ``x.c`` beside ``x.c AS c`` in the SELECT list."""
+    assert cut_down(programs_setup, """
+f1 = events.withColumn('c1', F.sum(F.col('amount')).over(Window.partitionBy('user', 'qty').orderBy('id', 'qty')))
+f2 = f1.filter(F.col('day').isNull())
+f3 = f1.unionByName(f2.drop('qty'), allowMissingColumns=True)
+f4 = f3.groupBy('c1').pivot('user', ['ann']).agg(F.count_if(F.col('price') > F.col('info.geo.lon')))
+f5 = f4.filter(F.col('ann') > 0)
+f = f4.unionAll(f5).orderBy(F.col('c1').asc(), F.col('ann').desc()).limit(8)
+""") == {}

@@ -132,3 +132,24 @@ def test_lineage_larger_than_the_driver_takes_is_one_line_and_the_jvm_lives(tpch
     assert lines[-1].startswith("dltrace: error: the rows asked for are more than Spark brings to the driver at once")
     assert "--save" in lines[-1] and "SPARK_DRIVER_MAX_RESULT_SIZE" in lines[-1]
     assert "Traceback" not in done.stderr and "JVM" not in lines[-1]
+
+
+def test_stages_failing_at_once_are_the_first_failure_not_an_internal_error():
+    """Adaptive execution wraps failures of several stages of one query in
+    STAGE_MATERIALIZATION_MULTIPLE_FAILURES (SQLSTATE XX000); plain Spark, whose plan has one
+    stage there, raises the failure itself (generator seed 1610: INVALID_ARRAY_INDEX)."""
+
+    class Failure(Exception):
+        def getMessage(self) -> str:
+            return ("[STAGE_MATERIALIZATION_MULTIPLE_FAILURES] Multiple failures (2) in stage materialization: \n"
+                    "  1. SparkArrayIndexOutOfBoundsException: [INVALID_ARRAY_INDEX] The index 0 is out of "
+                    "bounds. The array has 0 elements. SQLSTATE: 22003\n== SQL (line 1, position 7) ==\n"
+                    "  2. SparkArrayIndexOutOfBoundsException: [INVALID_ARRAY_INDEX] The index 0 is out of "
+                    "bounds. The array has 0 elements. SQLSTATE: 22003\n SQLSTATE: XX000")
+
+        def getSqlState(self) -> str:
+            return "XX000"
+
+    error = spark_error(Failure())
+    assert not isinstance(error, SparkInternalError)
+    assert str(error).startswith("Spark: [INVALID_ARRAY_INDEX] The index 0 is out of bounds.")

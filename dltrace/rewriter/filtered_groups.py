@@ -11,10 +11,10 @@ collects ids for the groups the filter keeps, not for every group (Q18 at SF 1: 
 lists for 57 orders).  The merge writes each column of the derived table the SELECT reads as
 the expression that computes it.
 
-It applies to a SELECT of only a list, a FROM of one derived table and a WHERE without
-subqueries, whose list reads the derived table's columns, over a derived table that groups
-by plain keys (no grouping sets), deterministic, without DISTINCT, windows, ORDER BY, LIMIT
-or LATERAL VIEW.
+It applies to a SELECT of only a list (no aggregate: that is one row over all the groups), a
+FROM of one derived table and a WHERE without subqueries, whose list reads the derived
+table's columns, over a derived table that groups by plain keys (no grouping sets),
+deterministic, without DISTINCT, windows, ORDER BY, LIMIT or LATERAL VIEW.
 
 >>> from dltrace.rewriter import rewrite_sql, only, PAPER_SCHEMA
 >>> print(rewrite_sql("SELECT d.s_id FROM (SELECT s_id, SUM(num) AS n FROM sales GROUP BY s_id) d WHERE d.n > 3000",
@@ -71,6 +71,8 @@ def _filters_groups(select: exp.Select) -> bool:
         return False
     outer_parts = [*select.expressions, select.args["where"]]
     if any(part.find(exp.Select) for part in outer_parts) or any(e.is_star for e in select.expressions):
+        return False
+    if any(e.find(exp.AggFunc) for e in select.expressions):  # an aggregate of the groups: one row of them all
         return False
     return all(c.table == name and c.name.lower() in names for part in outer_parts for c in part.find_all(exp.Column))
 

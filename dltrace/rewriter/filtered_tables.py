@@ -63,7 +63,8 @@ def _filters_one_table(source: exp.Subquery, select: exp.Select, context: Rewrit
         return False
     if not all(isinstance(e.unalias(), exp.Column) and e.unalias().table == inner for e in query.expressions):
         return False
-    if not any(isinstance(c, exp.Exists) for c in conjuncts(query.args.get("where"))):
+    # an EXISTS of a query: the array function EXISTS(tags, x -> ...) is read as exp.Exists too
+    if not any(isinstance(c, exp.Exists) and isinstance(c.this, exp.Query) for c in conjuncts(query.args.get("where"))):
         return False
     # the names the merge renames must mean one source each: no other query defines them
     named = [s.alias_or_name for part in select.find_all(exp.Select) for s in sources(part)]
@@ -79,6 +80,9 @@ def _merge(select: exp.Select, source: exp.Subquery) -> None:
     for column in where.find_all(exp.Column):
         if column.table == inner:
             column.set("table", exp.to_identifier(name))
+    for item in select.expressions:  # an output column named by the derived table keeps its name
+        if isinstance(item, exp.Column) and item.table == name and columns[item.name.lower()] != item.name:
+            item.replace(exp.alias_(item.copy(), item.name))
     for column in select.find_all(exp.Column):
         if column.table == name:
             column.set("this", exp.to_identifier(columns[column.name.lower()]))

@@ -29,6 +29,7 @@ from dataclasses import replace
 from sqlglot import exp
 
 from dltrace.rewriter.context import RewriteContext, unsupported
+from dltrace.rewriter.projection import drop_redundant_aliases
 from dltrace.rewriter.terms import Lineage
 from dltrace.rewriter.window_sets import OFFSETS, bound, can_hold_apart, held_apart, holds_apart
 
@@ -145,17 +146,3 @@ def _distinct(frames: Iterable[exp.Window]) -> list[exp.Window]:
             key.set("this", exp.Star())
         seen.setdefault(key.sql(), frame)
     return list(seen.values())
-
-
-def drop_redundant_aliases(select: exp.Select) -> None:
-    """``u.k AS k`` becomes ``u.k`` (the same output name) in a SELECT with windows: over a
-    UNION ALL derived table, such an alias of a PARTITION BY column makes Spark's optimizer
-    fail (RemoveRedundantAliases: "The plan was previously resolved and now became unresolved").
-
-    >>> select = exp.maybe_parse("SELECT u.k AS k, u.v AS w, COUNT(*) OVER (PARTITION BY u.k) AS n FROM u")
-    >>> drop_redundant_aliases(select); print(select.sql())
-    SELECT u.k, u.v AS w, COUNT(*) OVER (PARTITION BY u.k) AS n FROM u
-    """
-    for item in select.expressions:
-        if isinstance(item, exp.Alias) and isinstance(item.this, exp.Column) and item.alias == item.this.name:
-            item.replace(item.this)
