@@ -130,14 +130,20 @@ def split_printed(text: str) -> dict[int, str]:
     return found
 
 
+SPARK_CONDITION = re.compile(r"\[([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)\]")
+STAGES_FAILED = "STAGE_MATERIALIZATION_MULTIPLE_FAILURES"
+
+
 def plain_failure(script: Path) -> Callable[[BaseException], tuple[str, int]]:
     def failure(error: BaseException) -> tuple[str, int]:
         from pyspark.errors import PySparkException
 
         kind = error.getCondition() if isinstance(error, PySparkException) else None
+        named = SPARK_CONDITION.findall(str(error))
         if kind is None and type(error).__name__ == "Py4JJavaError":  # a task's failure classic PySpark
-            named = re.search(r"\[([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)\]", str(error))  # leaves unconverted:
-            kind = named.group(1) if named else None  # its Spark condition, as dltrace's line names it
+            kind = named[0] if named else None  # leaves unconverted: its condition, as dltrace's line names it
+        if kind == STAGES_FAILED and len(named) > 1:  # several stages failed at once, as adaptive execution
+            kind = named[1]  # may find them or not: the first failure, as dltrace names it (errors.py)
         frames = [f.lineno for f in traceback.extract_tb(error.__traceback__) if Path(f.filename) == script]
         return kind or type(error).__name__, frames[-1] if frames else 0
     return failure
@@ -151,7 +157,7 @@ def traced_failure(error: BaseException) -> tuple[str, int]:
     if not found:
         return f"{type(error).__name__}: {text[:200]}", 0
     line, said = int(found.group(1)), found.group(2)
-    spark = re.search(r"\[([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)\]", said)
+    spark = SPARK_CONDITION.search(said)
     if spark:
         return spark.group(1), line
     python = re.match(r"([A-Za-z]*(?:Error|Exception)):", said)
