@@ -451,15 +451,8 @@ class LineageSession:
         unpublish(lambda: self.spark, self.catalog, name)
         self._dataframes.refresh()
 
-    def impact(
-        self,
-        source: str,
-        result: str | None = None,
-        query: str | None = None,
-        mode: str | None = None,
-        semantics: str = "control",
-        use_index: bool = True,
-    ):
+    def impact(self, source: str, result: str | None = None, query: str | None = None, mode: str | None = None,
+               semantics: str = "control", use_index: bool = True):
         """The output rows affected by the bad rows ``source`` names ("TABLE WHERE PREDICATE", "TABLE@vK
         WHERE ..." for data version K), in saved ``result`` or in ``query``'s output; ``DL`` narrowed to
         the bad ids.  ``mode``: stored (default with a result) or reeval.  With neither ``result`` nor
@@ -467,6 +460,13 @@ class LineageSession:
         from dltrace.impact import impact
 
         return impact(self, source, result, query, mode, semantics, use_index)
+
+    def what_if(self, source: str, removed: bool = False, changes: str | dict[str, str] | None = None,
+                result: str | None = None) -> dict:
+        """``{saved result: WhatIf}``: how each result changes if the rows ``source`` names were removed or
+        had ``changes`` ("col = expr, ..."): rows changed, vanished, appeared (dltrace/impact/what_if.py)."""
+        from dltrace.impact.what_if import what_if
+        return what_if(self, source, removed, changes, result)
 
     def explain(self, result: str, row: int) -> dict:
         """``{table: DataFrame}``: the base rows in the DL of ``row`` of saved ``result`` (``ids``: how many each)."""

@@ -13,6 +13,7 @@ from dltrace.errors import BadInput
 from dltrace.formatting import output_limit, table_footer, write_json, write_table
 from dltrace.impact.search import MODES, ImpactWarning, collect_bad_ids, impact, matches_nothing
 from dltrace.impact.source import SOURCE_FORM, parse_source
+from dltrace.impact.what_if import CHANGES
 from dltrace.result_format import time_text
 from dltrace.result_pages import columns_of, count_of
 
@@ -30,6 +31,11 @@ def add_parser(commands, parents: Parents) -> None:
     impact.add_argument("--mode", choices=MODES, help="stored (default with --result) or reeval (default with --query)")
     impact.add_argument("--semantics", choices=("control", "data"), default="control", help="for --query")
     impact.add_argument("--no-index", action="store_true", help="stored mode: scan the result, not its forward index")
+    correction = impact.add_mutually_exclusive_group()
+    correction.add_argument("--if-removed", action="store_true",
+                            help="what-if: the rows of every result that change, vanish or appear without the bad rows")
+    correction.add_argument("--if-changed", metavar="'COL = EXPR, ...'",
+                            help="what-if: the same with the bad rows' columns set (the expressions read the row)")
     impact.add_argument("--format", choices=OUTPUTS, default="table")
     impact.add_argument("--limit", type=int, help="at most N rows (table format: 50 by default)")
     impact.set_defaults(handler=run)
@@ -40,6 +46,8 @@ def run(args: argparse.Namespace) -> int:
     from pyspark.errors import PySparkException
 
     session = open_session(args)
+    if args.if_removed or args.if_changed is not None:
+        return what_if(session, args)
     query = query_text(args.query) if args.query is not None else None
     limit = output_limit(args)
     if args.result is None and query is None:
@@ -92,3 +100,37 @@ def impact_everywhere(session, args: argparse.Namespace, limit: int | None) -> i
         table = parse_source(args.source, session.catalog).table
         print(f"({affected} affected rows in {len(found)} saved results whose lineage reaches {table})")
     return 0
+
+
+def what_if(session, args: argparse.Namespace) -> int:
+    """``--if-removed`` / ``--if-changed``: per saved result a line of counts, then its changes
+    (a table of ``change`` and the row, a changed row's values as ``before -> after``); JSON
+    one object per change with ``result`` and ``change``, a changed row's ``before`` and ``after``."""
+    if args.mode or args.query is not None or args.run is not None or args.since is not None or args.no_index:
+        raise BadInput("--if-removed and --if-changed take no --mode, --query, --run, --since or --no-index: "
+                       "they recompute the saved results (--result NAME, or every one reading the table)")
+    limit = output_limit(args)
+    answers = session.what_if(args.source, removed=args.if_removed, changes=args.if_changed, result=args.result)
+    for name, answer in answers.items():
+        rows = answer.rows()
+        if args.format == "json":
+            write_json(({"result": name, **row} for row in rows[:limit]), sys.stdout)
+            continue
+        counts = {change: sum(1 for row in rows if row["change"] == change) for change in CHANGES}
+        key = f", paired by {', '.join(answer.key)}" if answer.key else ""
+        print(f"{name}: {', '.join(f'{n} {change}' for change, n in counts.items())} "
+              f"(recomputed {answer.recomputed}{key})")
+        if rows and limit:
+            write_table([shown(row) for row in rows[:limit]], ["change", *session.store.get(name).columns],
+                        session.catalog, sys.stdout)
+            print()
+    return 0
+
+
+def shown(row: dict) -> dict:
+    """A change as a table row: a changed value as ``before -> after``."""
+    if row["change"] != CHANGES[0]:
+        return row
+    after = row["after"]
+    return {"change": row["change"], **{column: value if value == after[column] else f"{value} -> {after[column]}"
+                                        for column, value in row["before"].items()}}

@@ -352,14 +352,14 @@ def reeval_impact(session: Engine, source: Source, query: str, semantics: str = 
 
     # saved results the query reads are inlined: their lineage would name every row
     expression = session.lineage_expression(session.expand(query, inline_results=True), semantics, "set", bad_ids_only)
-    view = _bad_rows_view(session, source)
+    view = bad_rows_view(session, source)
     for node in expression.find_all(exp.Table):
         if node.name.lower() == source.table:
             node.set("this", exp.to_identifier(view))
     return session.run(expression.sql(dialect=SPARK)).where(F.size(DL) > 0)
 
 
-def _bad_rows_view(session: Engine, source: Source) -> str:
+def bad_rows_view(session: Engine, source: Source) -> str:
     """A view of the source table (at its data version) plus ``__dl_bad``: ``_dl_id`` for
     the bad rows, NULL for the others.  A predicate with a subquery is evaluated to ids first
     (Spark takes subqueries in filters only, not in a projection's CASE)."""
