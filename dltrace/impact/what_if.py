@@ -136,10 +136,11 @@ def _assignments(text: str) -> list[tuple[str, str]]:
 
 
 def reading_in_order(store: ResultStore, table: str) -> list[SavedResult]:
-    """The saved results whose lineage reaches ``table`` and those reading them, each after
-    the results it reads (pipeline order)."""
+    """The saved results that read ``table`` or whose lineage reaches it, and those reading
+    them, each after the results it reads (pipeline order).  A query reading the table is one
+    even where its lineage holds none of its ids (the right side of an anti join, data semantics)."""
     saved = {r.name: r for r in store.list()}
-    reading = {name for name, r in saved.items() if table in r.lineage_tables}
+    reading = {name for name, r in saved.items() if table in r.lineage_tables or table in r.tables}
     while more := {n for n, r in saved.items() if n not in reading and set(r.results) & reading}:
         reading |= more
     ordered: list[SavedResult] = []
