@@ -3,9 +3,9 @@
 ``tests/program_generator.py`` writes the programs, ``tests/program_check.py`` runs them, plain
 (classic Spark, as ``spark-submit``) and traced (``run_job`` on Spark Connect), and compares the
 rows and schema (nullability included) of the Parquet each writes, the printed output and the
-error class.  ``make test-heavy`` runs 100 programs and 1,000 more (a program costs about 2.4 s
-plain and traced: too long for ``make test``); the tests after them, in ``make test``, are the
-differences the generator found, each cut down to the construct.
+error class.  ``make test`` runs 100 programs (a program costs about 2.4 s plain and traced),
+``make test-heavy`` 1,000 more; the tests after them are the differences the generator found,
+each cut down to the construct.
 """
 
 from __future__ import annotations
@@ -46,7 +46,6 @@ def check_generated(setup, seeds: range) -> None:
                                 for seed, what in sorted(found.items()))
 
 
-@pytest.mark.heavy
 def test_100_generated_programs_traced_as_plain_spark_runs_them(programs_setup):
     check_generated(programs_setup, range(100))
 
