@@ -150,7 +150,8 @@ def _with_names(expression: exp.Expression, lineage: ScopeLineage, context: Rewr
         exp.column(NAMED_SETS, table=NAMED_SETS), exp.column("__dlr")]), empty_id_array())
     spelled = exp.func("array_distinct", exp.func("flatten", exp.func(
         "transform", value, exp.Lambda(this=found, expressions=[exp.to_identifier("__dlr")]))))
-    ids = [t for t in terms if t.kind is not Kind.REFS] + [Term(spelled, Kind.IDS, tables_of(terms))]
+    # a query whose rows name no set (the window held apart is in a CTE it does not read) has none to spell
+    ids = [t for t in terms if t.kind is not Kind.REFS] + ([Term(spelled, Kind.IDS, tables_of(terms))] if refs else [])
     outer.select(exp.alias_(_dl(tuple(ids), context, keep), DL), copy=False)
     return outer
 
