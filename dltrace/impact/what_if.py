@@ -96,7 +96,7 @@ def what_if(session: Engine, source: str, removed: bool = False, changes: str | 
     for saved in answerable:
         before = session.run(plain_sql(saved.query, schemas), lineage_query=False)
         after = recomputed(session, saved, replaced, schemas)
-        view = f"__dl_whatif_{_digest(bad.text, saved.stamp)}"
+        view = f"__dl_whatif_{_digest(replaced[bad.table], saved.stamp)}"  # of this correction: views resolve late
         after.createOrReplaceTempView(view)
         replaced[saved.name] = view
         if result is None or saved.name == result.lower():
