@@ -37,7 +37,7 @@ def projection(select: exp.Expression, context: RewriteContext) -> exp.Expressio
         return select
     lineage = context.lineage.of(select)
     rows = lineage.rows
-    if select.args.get("order") and _reads_a_set_operation(select):  # Spark fails on them (drop_redundant_aliases)
+    if _spark_fails_on_redundant_aliases(select):
         drop_redundant_aliases(select)
     generates = any(is_generator(e.this if isinstance(e, (exp.Alias, exp.Aliases)) else e) for e in select.expressions)
     output = []
@@ -53,9 +53,17 @@ def projection(select: exp.Expression, context: RewriteContext) -> exp.Expressio
     return select
 
 
-def _reads_a_set_operation(select: exp.Select) -> bool:
+def _spark_fails_on_redundant_aliases(select: exp.Select) -> bool:
+    """A SELECT with windows of its own, an input of a set operation, or one with ORDER BY over
+    a set operation derived table (drop_redundant_aliases says why)."""
+    if any(w.find_ancestor(exp.Select) is select for e in select.expressions for w in e.find_all(exp.Window)):
+        return True
+    parent = select.parent.parent if isinstance(select.parent, exp.Subquery) else select.parent
+    if isinstance(parent, exp.SetOperation):
+        return True
     from_ = select.args.get("from_")
-    return from_ is not None and isinstance(from_.this, exp.Subquery) and isinstance(from_.this.this, exp.SetOperation)
+    return bool(select.args.get("order")) and from_ is not None and isinstance(from_.this, exp.Subquery) \
+        and isinstance(from_.this.this, exp.SetOperation)
 
 
 def drop_redundant_aliases(select: exp.Select) -> None:

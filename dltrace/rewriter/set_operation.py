@@ -19,7 +19,7 @@ from sqlglot import exp
 
 from dltrace.rewriter.context import RewriteContext, unsupported
 from dltrace.rewriter.dialect import SPARK
-from dltrace.rewriter.projection import drop_redundant_aliases, is_symbolic
+from dltrace.rewriter.projection import is_symbolic
 from dltrace.rewriter.representation import typed_empty_array
 from dltrace.rewriter.terms import Kind, Lineage, Term, is_lineage_column, lineage_column, tables_of
 
@@ -52,9 +52,6 @@ def union_all(union: exp.Expression, context: RewriteContext) -> exp.Expression:
     own_term = Term(exp.column(lineage_column(0)), context.representation.set_kind, tables)
     named = [Term(exp.column(lineage_column(1)), Kind.REFS, tables_of(names))] if names else []
     of(union).output = (*([own_term] if tables or not names else []), *named, *shared.values())
-    for select in _inputs(union):  # Spark's optimizer fails on them there (drop_redundant_aliases)
-        if isinstance(select, exp.Select):
-            drop_redundant_aliases(select)
     return union
 
 

@@ -29,7 +29,6 @@ from dataclasses import replace
 from sqlglot import exp
 
 from dltrace.rewriter.context import RewriteContext, unsupported
-from dltrace.rewriter.projection import drop_redundant_aliases
 from dltrace.rewriter.terms import Lineage
 from dltrace.rewriter.window_sets import OFFSETS, bound, can_hold_apart, held_apart, holds_apart
 
@@ -46,7 +45,6 @@ def window(select: exp.Expression, context: RewriteContext) -> exp.Expression:
     windows = [w for e in select.expressions for w in e.find_all(exp.Window) if w.find_ancestor(exp.Select) is select]
     if not windows:
         return select
-    drop_redundant_aliases(select)
     for spec in windows:
         if spec.args.get("alias") or isinstance(spec.this, exp.Identifier):
             raise unsupported(spec, "a named window (WINDOW clause)")
