@@ -117,6 +117,11 @@ def check_against_rerun(session, source: str, duck_correction: str, **correction
     return answers
 
 
+def duck_set(column: str, value: str, where: str) -> str:
+    """DuckDB's corrected table: ``column`` set to ``value`` in the rows ``where`` holds."""
+    return f"SELECT * REPLACE (CASE WHEN {where} THEN {value} ELSE {column} END AS {column}) FROM base"
+
+
 def latest_orders(session, count: int) -> list:
     """Customers' latest orders where the customer has another, the most recent first."""
     return session.run("select o_orderkey, o_custkey from (select o_orderkey, o_custkey, row_number() over (partition "
@@ -129,8 +134,8 @@ def test_a_key_moved_changes_the_group_it_leaves_and_the_one_it_joins(pipeline):
                             "(select o_custkey from orders) order by c_custkey").first()
     answers = check_against_rerun(
         pipeline, f"customer WHERE c_custkey = {customer.c_custkey}",
-        f"SELECT * REPLACE (CASE WHEN c_custkey = {customer.c_custkey} THEN (c_nationkey + 1) % 25 "
-        f"ELSE c_nationkey END AS c_nationkey) FROM base", changes="c_nationkey = (c_nationkey + 1) % 25")
+        duck_set("c_nationkey", "(c_nationkey + 1) % 25", f"c_custkey = {customer.c_custkey}"),
+        changes="c_nationkey = (c_nationkey + 1) % 25")
     changed = answers["nation_revenue"].rows()
     assert [row["change"] for row in changed] == ["changed", "changed"]  # the nation it left and the one it joined
     assert "top_customers" not in answers or not answers["top_customers"].rows()
@@ -150,8 +155,8 @@ def test_a_measure_raised_pushes_a_row_out_of_the_top(pipeline):
                            "(select o_custkey from top_customers) order by o_orderkey").first()
     answers = check_against_rerun(
         pipeline, f"orders WHERE o_orderkey = {outside.o_orderkey}",
-        f"SELECT * REPLACE (CASE WHEN o_orderkey = {outside.o_orderkey} THEN o_totalprice * 100 "
-        f"ELSE o_totalprice END AS o_totalprice) FROM base", changes={"o_totalprice": "o_totalprice * 100"})
+        duck_set("o_totalprice", "o_totalprice * 100", f"o_orderkey = {outside.o_orderkey}"),
+        changes={"o_totalprice": "o_totalprice * 100"})
     top = {row["change"] for row in answers["top_customers"].rows()}
     assert top == {"appeared", "vanished"}  # one customer enters the top 5, the fifth leaves it
 
@@ -165,8 +170,7 @@ def test_a_row_moved_across_a_threshold_and_an_anti_join(pipeline):
                           "order by c_custkey").first().c_custkey
     answers = check_against_rerun(
         pipeline, f"orders WHERE o_orderkey = {order.o_orderkey}",
-        f"SELECT * REPLACE (CASE WHEN o_orderkey = {order.o_orderkey} THEN {lonely} ELSE o_custkey END AS o_custkey) "
-        f"FROM base", changes=f"o_custkey = {lonely}")
+        duck_set("o_custkey", str(lonely), f"o_orderkey = {order.o_orderkey}"), changes=f"o_custkey = {lonely}")
     assert [row["change"] for row in answers["frequent"].rows()] == ["vanished"]
     assert [row["change"] for row in answers["no_orders"].rows()] == ["vanished"]
 

@@ -81,21 +81,22 @@ def what_if(session: Engine, source: str, removed: bool = False, changes: str | 
         raise BadInput(f"--if-removed and --if-changed correct the current rows of {bad.table}: "
                        f"give the table without @v{bad.version}")
     values = parsed_changes(changes, bad.table, dict(session.catalog.entry(bad.table).schema)) if changes else {}
-    store = ResultStore(session.catalog)
-    ordered = reading_in_order(store, bad.table)
+    saved_results = ResultStore(session.catalog).list()  # every result.json, read once
+    ordered = reading_in_order(saved_results, bad.table)
     if result is not None:
-        wanted = store.get(result)
+        wanted = ResultStore(session.catalog).get(result)
         if wanted.name not in {r.name for r in ordered}:
             raise BadInput(f"{wanted.name} does not read {bad.table}, directly or through the results it reads: "
                            f"a correction of it changes nothing there")
     answerable = answered(session, ordered)
     schemas = session.catalog.schemas()
-    schemas.update({r.name: r.query_columns for r in store.list()})
+    schemas.update({r.name: r.query_columns for r in saved_results})
     replaced = {bad.table: corrected_view(session, bad, values)}
     answers: dict[str, WhatIf] = {}
     for saved in answerable:
-        before = session.run(plain_sql(saved.query, schemas), lineage_query=False)
-        after = recomputed(session, saved, replaced, schemas)
+        plain = plain_sql(saved.query, schemas)
+        before = session.run(plain, lineage_query=False)
+        after = recomputed(session, plain, replaced)
         view = f"__dl_whatif_{_digest(replaced[bad.table], saved.stamp)}"  # of this correction: views resolve late
         after.createOrReplaceTempView(view)
         replaced[saved.name] = view
@@ -135,11 +136,11 @@ def _assignments(text: str) -> list[tuple[str, str]]:
     return pairs
 
 
-def reading_in_order(store: ResultStore, table: str) -> list[SavedResult]:
+def reading_in_order(saved_results: list[SavedResult], table: str) -> list[SavedResult]:
     """The saved results that read ``table`` or whose lineage reaches it, and those reading
     them, each after the results it reads (pipeline order).  A query reading the table is one
     even where its lineage holds none of its ids (the right side of an anti join, data semantics)."""
-    saved = {r.name: r for r in store.list()}
+    saved = {r.name: r for r in saved_results}
     reading = {name for name, r in saved.items() if table in r.lineage_tables or table in r.tables}
     while more := {n for n, r in saved.items() if n not in reading and set(r.results) & reading}:
         reading |= more
@@ -189,9 +190,9 @@ def corrected_view(session: Engine, source: Source, values: dict[str, exp.Expres
     return name
 
 
-def recomputed(session: Engine, saved: SavedResult, replaced: dict[str, str], schemas: dict) -> Any:
-    """``saved``'s query, without lineage, reading the views of ``replaced`` for those names."""
-    expression = parse(plain_sql(saved.query, schemas))
+def recomputed(session: Engine, plain: str, replaced: dict[str, str]) -> Any:
+    """A saved result's ``plain`` query (``plain_sql``) reading the views of ``replaced`` for those names."""
+    expression = parse(plain)
     ctes = {cte.alias_or_name.lower() for cte in expression.find_all(exp.CTE)}
     for table in expression.find_all(exp.Table):
         name = table.name.lower()
