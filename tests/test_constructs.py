@@ -56,6 +56,11 @@ CONSTRUCTS = {
     "union_distinct": "select s_name as name from store union select s_name from store where state = 'CA'",
     "intersect": "select category from item intersect select category from item where i_id > 3",
     "except": "select category from item except select category from item where i_id <= 2",
+    # an INTERSECT over an EXCEPT of INTERSECTs: in control semantics each is a join, not a correlated
+    # EXISTS whose lineage would nest correlated subqueries Spark cannot generate code for
+    "intersect_of_except_of_intersects": "select category from item intersect (select category from item "
+                                         "intersect select category from item where i_id > 1 except (select "
+                                         "category from item where i_id > 2 intersect select category from item))",
     # duplicates kept as many times as both sides (INTERSECT ALL) or the left side alone (EXCEPT ALL) hold them
     "intersect_all": "select category from item intersect all select category from item where i_id > 2",
     "except_all": "select category from item except all select category from item where i_id in (1, 3)",

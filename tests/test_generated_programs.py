@@ -143,6 +143,29 @@ def test_intersect_all_and_except_all(programs_setup):
                     ".exceptAll(events.filter(F.col('id') < 4).select('user', 'flag'))") == {}
 
 
+def test_an_intersect_of_an_except_of_intersects(programs_setup):
+    """Found by the generator (seed 1029): ``intersect`` over a ``subtract`` of two ``intersect``s
+    failed in control semantics with Spark's ``Cannot generate code for expression: outer(id)``:
+    each INTERSECT's lineage was a correlated subquery, one inside the other.  Under control
+    semantics an INTERSECT is now a join with the right side's distinct rows."""
+    both = "events.filter(F.col('qty') > 0).select('qty', 'day').intersect(events.select('qty', 'day'))"
+    assert cut_down(programs_setup,
+                    f"f = events.select('qty', 'day').intersect({both}.subtract({both}.filter(F.col('qty') < 3)))",
+                    f"f = events.select('qty', 'day').intersectAll({both}.exceptAll({both}.filter(F.col('qty') < 3)))"
+                    ) == {}
+
+
+def test_a_failure_under_a_pivot_without_values_at_the_pivots_line(programs_setup):
+    """Found by the generator (seed 1919): classic Spark finds a pivot's values when ``pivot`` is
+    called, so an index out of bounds in its input fails at that line; under dltrace it failed
+    at the later write (Connect defers the values to the query).  Both now fail at the pivot."""
+    body = ["f1 = events.filter(F.col('amount') == F.col('items')[0].getField('qty'))",
+            "f = f1.groupBy('flag').pivot('user').agg(F.sum('qty'))",
+            "f.write.mode('overwrite').parquet(OUT + '/@OUT')"]
+    plain, found, lines = compare(programs_setup, [Program(0, body)])
+    assert plain[0].error == "INVALID_ARRAY_INDEX" and (found, lines) == ({}, {})
+
+
 def test_two_lists_of_rows_joined(programs_setup):
     """Found by the generator (seed 96): a left anti join with rows of ``createDataFrame``, then
     an inner join with other rows, failed with a KeyError in sqlglot's merge of derived tables:

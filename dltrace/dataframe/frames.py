@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 
+from dltrace.dataframe.pivot_values import find_pivot_values_at_once, values_table
 from dltrace.dataframe.plan import Catalog, translate
 from dltrace.dataframe.temp_views import keep_temp_views, views_of
 from dltrace.errors import BadInput
@@ -55,6 +56,7 @@ class DataFrameFront:
                 self.lineage.on_connect(engine)
             self._spark = clone(engine)
             keep_temp_views()  # a program's own temporary views are traced through their plans
+            find_pivot_values_at_once()  # as classic Spark does, so a failure is at the pivot's line
             SparkSession._set_default_and_active_session(self._spark)
             self.define_views()
         return self._spark
@@ -124,12 +126,11 @@ class DataFrameFront:
     def rows_of(self, relation):
         """A Relation's rows as a pyarrow Table (the values a pivot without them pivots on)."""
         from pyspark.errors import PySparkException
-        from pyspark.sql.connect.proto import base_pb2
 
         from dltrace.errors import spark_error
 
         try:
-            return self._spark.client.to_table(base_pb2.Plan(root=relation), {})[0]
+            return values_table(self._spark, relation)
         except PySparkException as error:
             raise spark_error(error) from None
 

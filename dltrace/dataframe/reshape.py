@@ -13,11 +13,11 @@ from sqlglot import exp
 
 from dltrace.dataframe.expressions import literal
 from dltrace.dataframe.local_rows import spark_type, value_sql
+from dltrace.dataframe.pivot_values import MAX_VALUES, distinct_values
 from dltrace.dataframe.scope import Column, Frame, Scope
 from dltrace.errors import UnsupportedLineage
 
 PIVOTED = "_pivoted"  # the PIVOT's alias
-MAX_VALUES = 10_000  # spark.sql.pivotMaxValues' default
 
 
 def unpivot_rows(translator, unpivot) -> Frame:
@@ -50,21 +50,9 @@ def unpivot_rows(translator, unpivot) -> Frame:
 
 
 def pivot_values(translator, aggregate) -> list[exp.Expression]:
-    """The values a pivot without them pivots on, found as Spark finds them: the column's
-    distinct values, sorted (NULL first), at most ``spark.sql.pivotMaxValues`` (10,000); the
-    query traced is the PIVOT of those values, the one Spark then runs."""
-    from pyspark.sql.connect.proto import expressions_pb2 as e
-    from pyspark.sql.connect.proto import relations_pb2 as r
-
-    named = e.Expression(alias=e.Expression.Alias(expr=aggregate.pivot.col, name=["_value"]))
-    distinct = r.Relation(deduplicate=r.Deduplicate(input=r.Relation(project=r.Project(
-        input=aggregate.input, expressions=[named])), all_columns_as_keys=True))
-    order = e.Expression.SortOrder(child=e.Expression(unresolved_attribute=e.Expression.UnresolvedAttribute(
-        unparsed_identifier="_value")), direction=e.Expression.SortOrder.SORT_DIRECTION_ASCENDING,
-        null_ordering=e.Expression.SortOrder.SORT_NULLS_FIRST)
-    query = r.Relation(sort=r.Sort(input=r.Relation(limit=r.Limit(input=distinct, limit=MAX_VALUES + 1)),
-                                   order=[order], is_global=True))
-    table = translator.catalog.rows_of(query)
+    """The values a pivot without them pivots on, found as Spark finds them (``pivot_values``,
+    at the pivot call); the query traced is the PIVOT of those values, the one Spark then runs."""
+    table = translator.catalog.rows_of(distinct_values(aggregate.input, aggregate.pivot.col))
     if table.num_rows > MAX_VALUES:
         raise UnsupportedLineage(f"DataFrame: pivot of a column with more than {MAX_VALUES} values: Spark refuses it")
     kind = table.schema.field(0).type

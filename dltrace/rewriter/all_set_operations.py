@@ -26,16 +26,18 @@ COPY = "_copy"  # a copy's number among the rows of its value
 
 def all_set_operations(expression: exp.Expression, context: RewriteContext) -> exp.Expression:
     """Rewrite every INTERSECT ALL and EXCEPT ALL of the tree, innermost first."""
+    joined = context.semantics == "control"  # as for INTERSECT: a join, not a correlated EXISTS
     return replaced_innermost_first(
         expression, lambda node: isinstance(node, (exp.Intersect, exp.Except)) and not node.args.get("distinct"),
-        _numbered)
+        lambda node: _numbered(node, joined))
 
 
-def _numbered(node: exp.SetOperation) -> exp.Select:
+def _numbered(node: exp.SetOperation, joined: bool) -> exp.Select:
     left, right = (_with_copy_numbers(side.unnest()) for side in (node.left, node.right))
     same_copy = exp.EQ(this=exp.column(COPY, table="_right"), expression=exp.column(COPY, table="_left"))
     return kept_left_rows(left, right, [n for n in left.named_selects if n != COPY],
-                          [n for n in right.named_selects if n != COPY], isinstance(node, exp.Except), same_copy)
+                          [n for n in right.named_selects if n != COPY], isinstance(node, exp.Except), same_copy,
+                          joined=joined)
 
 
 def _with_copy_numbers(query: exp.Expression) -> exp.Select:

@@ -5,7 +5,10 @@
 * ``A INTERSECT B`` keeps the rows of A that have a match in B, ``A EXCEPT B`` those that
   have none (``<=>``: NULLs match, as in set operations).  Data lineage: from the left input.
   Control lineage adds, for INTERSECT, the matching rows of B and, for EXCEPT, all of B
-  (the paper's ``DL(t, v1) ∪ DLUNION(v2)``).
+  (the paper's ``DL(t, v1) ∪ DLUNION(v2)``).  Under control semantics the INTERSECT is a join
+  of A with B's distinct rows rather than an EXISTS: the EXISTS's lineage would be a
+  correlated subquery, and one inside another (an INTERSECT of an EXCEPT of INTERSECTs) is a
+  plan Spark cannot generate code for (``outer(id)``).
 
 >>> from dltrace.rewriter import rewrite_sql, PAPER_SCHEMA
 >>> print(rewrite_sql("SELECT s_name FROM store EXCEPT SELECT i_name FROM item", PAPER_SCHEMA, semantics="data"))
@@ -27,7 +30,9 @@ MODIFIERS = ("with_", "order", "limit", "offset")
 
 def distinct_set_operations(expression: exp.Expression, context: RewriteContext) -> exp.Expression:
     """Rewrite every distinct set operation of the tree, innermost first."""
-    return replaced_innermost_first(expression, lambda node: bool(node.args.get("distinct")), _as_select)
+    joined = context.semantics == "control"
+    return replaced_innermost_first(expression, lambda node: bool(node.args.get("distinct")),
+                                    lambda node: _as_select(node, joined))
 
 
 def replaced_innermost_first(expression: exp.Expression, chosen: Callable[[exp.SetOperation], bool],
@@ -48,7 +53,7 @@ def replaced_innermost_first(expression: exp.Expression, chosen: Callable[[exp.S
     return expression
 
 
-def _as_select(node: exp.SetOperation) -> exp.Select:
+def _as_select(node: exp.SetOperation, joined: bool) -> exp.Select:
     if isinstance(node, exp.Union):
         inner = node.copy()
         inner.set("distinct", False)
@@ -57,22 +62,29 @@ def _as_select(node: exp.SetOperation) -> exp.Select:
         names = node.named_selects
         return exp.select(*[exp.column(n, table="_union") for n in names]).distinct().from_(inner.subquery("_union"))
     left, right = node.left.unnest().copy(), node.right.unnest().copy()
-    return kept_left_rows(left, right, left.named_selects, right.named_selects, isinstance(node, exp.Except)).distinct()
+    unmatched = isinstance(node, exp.Except)
+    if joined and not unmatched:
+        right = exp.select(*[exp.column(n, table="_distinct") for n in right.named_selects]).distinct().from_(
+            right.subquery("_distinct"))
+    return kept_left_rows(left, right, left.named_selects, right.named_selects, unmatched, joined=joined).distinct()
 
 
 def kept_left_rows(left: exp.Query, right: exp.Query, left_names: list[str], right_names: list[str],
-                   unmatched: bool, *also: exp.Expression) -> exp.Select:
+                   unmatched: bool, *also: exp.Expression, joined: bool = False) -> exp.Select:
     """``left_names`` of the rows of ``left`` (as ``_left``) that have a row of ``right`` (as
     ``_right``) equal in ``right_names`` (NULLs match) and ``also``, or, ``unmatched``, have
-    none (then control lineage takes the whole right input)."""
+    none (then control lineage takes the whole right input).  ``joined``: the matched rows as
+    an inner join, when ``right`` has at most one row per match (distinct or numbered rows)."""
     matches = exp.and_(*[
         exp.NullSafeEQ(this=exp.column(right_name, table="_right"), expression=exp.column(left_name, table="_left"))
         for left_name, right_name in zip(left_names, right_names)
     ], *also)
+    columns = [exp.column(n, table="_left") for n in left_names]
+    if joined and not unmatched:
+        return exp.select(*columns).from_(left.subquery("_left")).join(right.subquery("_right"), on=matches)
     probe = exp.select("1").from_(right.subquery("_right")).where(matches)
     condition: exp.Expression = exp.Exists(this=probe)
     if unmatched:
         probe.meta[WHOLE_INPUT] = True
         condition = exp.Not(this=condition)
-    columns = [exp.column(n, table="_left") for n in left_names]
     return exp.select(*columns).from_(left.subquery("_left")).where(condition)
