@@ -13,7 +13,8 @@ outermost SELECT groups by output columns: a pair that differs is ``changed``; a
 a partner ``vanished`` or ``appeared``.  Without a key the two bags are compared, and a row
 that changed is one that vanished and one that appeared.  Nothing is saved or changed.
 
-Each result is recomputed whole (``WhatIf.recomputed``); the "before" side is recomputed by the
+A step is recomputed whole, or only for what the correction reaches where its constructs allow
+(``restricted.py``; ``WhatIf.recomputed`` says which).  The "before" side is recomputed by the
 same plain query rather than read from the saved rows, so that a sum of doubles added in
 another order by the lineage query is not reported as a change.  Results computed with a job's
 Python UDFs (registered only in the job's process) and the runs of outputs a job or INSERT adds
@@ -35,6 +36,7 @@ from dltrace.catalog import ID_COLUMN
 from dltrace.dataframe import runs
 from dltrace.engine import Engine
 from dltrace.errors import BadInput, UnknownColumn
+from dltrace.impact.restricted import WHOLE, Delta, Sides, changed_input, recomputed, restricted_sides
 from dltrace.impact.search import BAD_ID, ImpactWarning, bad_rows_view
 from dltrace.impact.source import Source, checked_predicate, parse_source
 from dltrace.plain import plain_sql
@@ -56,7 +58,7 @@ class WhatIf:
     changed: Any
     vanished: Any
     appeared: Any
-    recomputed: str = "whole"
+    recomputed: str = WHOLE  # or restricted.GROUPS, restricted.ROWS
 
     def rows(self) -> list[dict]:
         """Every change as a dict: ``change``, then the row's columns (``before``/``after`` for
@@ -92,16 +94,25 @@ def what_if(session: Engine, source: str, removed: bool = False, changes: str | 
     schemas = session.catalog.schemas()
     schemas.update({r.name: r.query_columns for r in saved_results})
     replaced = {bad.table: corrected_view(session, bad, values)}
+    deltas = {bad.table: source_delta(session, bad, values)}
     answers: dict[str, WhatIf] = {}
     for saved in answerable:
         plain = plain_sql(saved.query, schemas)
-        before = session.run(plain, lineage_query=False)
-        after = recomputed(session, plain, replaced)
+        key = pairing_key(saved.query, list(saved.query_columns))
         view = f"__dl_whatif_{_digest(replaced[bad.table], saved.stamp)}"  # of this correction: views resolve late
-        after.createOrReplaceTempView(view)
+        read = changed_input(saved.query, set(deltas), key)
+        if read is not None:
+            sides = restricted_sides(session, plain, read, key, replaced, deltas[read], view)
+        else:
+            after = recomputed(session, plain, replaced)
+            sides = Sides(session.run(plain, lineage_query=False), after, after, WHOLE)
+        sides.whole_after.createOrReplaceTempView(view)
         replaced[saved.name] = view
+        answer = compared(saved, sides.before, sides.after, key, sides.how)
+        deltas[saved.name] = Delta(answer.changed.select("before.*").unionByName(answer.vanished),
+                                   answer.changed.select("after.*").unionByName(answer.appeared))
         if result is None or saved.name == result.lower():
-            answers[saved.name] = compared(saved, before, after)
+            answers[saved.name] = answer
     return answers
 
 
@@ -190,15 +201,20 @@ def corrected_view(session: Engine, source: Source, values: dict[str, exp.Expres
     return name
 
 
-def recomputed(session: Engine, plain: str, replaced: dict[str, str]) -> Any:
-    """A saved result's ``plain`` query (``plain_sql``) reading the views of ``replaced`` for those names."""
-    expression = parse(plain)
-    ctes = {cte.alias_or_name.lower() for cte in expression.find_all(exp.CTE)}
-    for table in expression.find_all(exp.Table):
-        name = table.name.lower()
-        if name in replaced and name not in ctes and not table.args.get("db"):
-            table.set("this", exp.to_identifier(replaced[name]))
-    return session.run(expression.sql(dialect=SPARK), lineage_query=False)
+def source_delta(session: Engine, source: Source, values: dict[str, exp.Expression]) -> Delta:
+    """The correction as a delta of the source table: its bad rows as they are, and as
+    corrected (none for a removal)."""
+    rows = bad_rows_view(session, source)
+    schema = session.catalog.entry(source.table).schema
+    bad = f"FROM {rows} AS {source.table} WHERE {exp.column(BAD_ID, table=source.table).sql(dialect=SPARK)} IS NOT NULL"
+    columns = [exp.column(c, table=source.table, quoted=True) for c in schema]
+    corrected = [exp.alias_(values[c.name], c.name, quoted=True) if c.name in values else c for c in columns]
+    listed = [", ".join(e.sql(dialect=SPARK) for e in [*cs, exp.column(ID_COLUMN, table=source.table)])
+              for cs in (columns, corrected)]
+    removed = session.run(f"SELECT {listed[0]} {bad}", reads=set(), lineage_query=False)
+    added = session.run(f"SELECT {listed[1]} {bad}" + ("" if values else " AND FALSE"), reads=set(),
+                        lineage_query=False)
+    return Delta(removed, added)
 
 
 def pairing_key(query: str, columns: list[str]) -> list[str]:
@@ -214,16 +230,16 @@ def pairing_key(query: str, columns: list[str]) -> list[str]:
     return key if all(k in columns for k in key) else []
 
 
-def compared(saved: SavedResult, before, after) -> WhatIf:
-    """The changes from ``before`` to ``after`` (the same columns), paired by the key."""
+def compared(saved: SavedResult, before, after, key: list[str], how: str) -> WhatIf:
+    """The changes from ``before`` to ``after`` (the same columns), paired by ``key``
+    (``pairing_key``); ``how``: what of the result was recomputed."""
     from pyspark.sql import functions as F
 
     columns = list(saved.query_columns)
     after = after.toDF(*columns).select(*[F.col(c).cast(before.schema[c].dataType) for c in columns])
-    key = pairing_key(saved.query, columns)
     if not key:
         empty = before.limit(0).select(F.struct(*columns).alias("before"), F.struct(*columns).alias("after"))
-        return WhatIf(saved.name, [], empty, before.exceptAll(after), after.exceptAll(before))
+        return WhatIf(saved.name, [], empty, before.exceptAll(after), after.exceptAll(before), how)
     sides = [frame.select(*[F.col(k).alias(f"__k{i}") for i, k in enumerate(key)], F.struct(*columns).alias(side))
              for frame, side in ((before, "before"), (after, "after"))]
     on = [sides[0][f"__k{i}"].eqNullSafe(sides[1][f"__k{i}"]) for i in range(len(key))]
@@ -231,7 +247,7 @@ def compared(saved: SavedResult, before, after) -> WhatIf:
     both = F.col("before").isNotNull() & F.col("after").isNotNull()
     return WhatIf(saved.name, key, joined.where(both & ~F.col("before").eqNullSafe(F.col("after"))),
                   joined.where(F.col("after").isNull()).select("before.*"),
-                  joined.where(F.col("before").isNull()).select("after.*"))
+                  joined.where(F.col("before").isNull()).select("after.*"), how)
 
 
 def _digest(*parts: str) -> str:

@@ -58,6 +58,7 @@ from dltrace.rewriter.output import DL, SharedLineage, output
 from dltrace.rewriter.pivot import pivot
 from dltrace.rewriter.projection import projection
 from dltrace.rewriter.qualify import parse, qualify
+from dltrace.rewriter.redundant_aliases import redundant_aliases
 from dltrace.rewriter.representation import REPRESENTATIONS, SET
 from dltrace.rewriter.saved_result import SavedLineage, shared_view
 from dltrace.rewriter.semi_anti_join import anti_join_restored, semi_anti_join
@@ -131,9 +132,11 @@ RULES: tuple[Phase, ...] = (
          semi_join_reduction, inequality_split),
         per_scope=True,
     ),
-    # The outermost query's lineage becomes the one column DL; the ANTI JOINs written as NOT
-    # EXISTS for their lineage rule are given back to Spark as joins.
-    Phase("output", (output, anti_join_restored)),
+    # The aliases that repeat a column's name are dropped where Spark's optimizer fails on them
+    # (before the output, which copies the rows' query for the sets held apart); the outermost
+    # query's lineage becomes the one column DL; the ANTI JOINs written as NOT EXISTS for their
+    # lineage rule are given back to Spark as joins.
+    Phase("output", (redundant_aliases, output, anti_join_restored)),
 )
 
 SEMANTICS = ("control", "data")

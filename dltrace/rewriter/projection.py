@@ -37,8 +37,6 @@ def projection(select: exp.Expression, context: RewriteContext) -> exp.Expressio
         return select
     lineage = context.lineage.of(select)
     rows = lineage.rows
-    if _spark_fails_on_redundant_aliases(select):
-        drop_redundant_aliases(select)
     generates = any(is_generator(e.this if isinstance(e, (exp.Alias, exp.Aliases)) else e) for e in select.expressions)
     output = []
     for index, term in enumerate(rows):
@@ -51,33 +49,3 @@ def projection(select: exp.Expression, context: RewriteContext) -> exp.Expressio
         output.append(replace(term, sql=exp.column(name), shared=False, unique=term.unique and not generates))
     lineage.projected, lineage.output = rows, tuple(output)
     return select
-
-
-def _spark_fails_on_redundant_aliases(select: exp.Select) -> bool:
-    """A SELECT with windows of its own, an input of a set operation, or one with ORDER BY over
-    a set operation derived table (drop_redundant_aliases says why)."""
-    if any(w.find_ancestor(exp.Select) is select for e in select.expressions for w in e.find_all(exp.Window)):
-        return True
-    parent = select.parent.parent if isinstance(select.parent, exp.Subquery) else select.parent
-    if isinstance(parent, exp.SetOperation):
-        return True
-    from_ = select.args.get("from_")
-    return bool(select.args.get("order")) and from_ is not None and isinstance(from_.this, exp.Subquery) \
-        and isinstance(from_.this.this, exp.SetOperation)
-
-
-def drop_redundant_aliases(select: exp.Select) -> None:
-    """``u.k AS k`` becomes ``u.k`` (the same output name: Spark names a column as written).
-    Spark 4's optimizer fails on such aliases (RemoveRedundantAliases: "The plan was previously
-    resolved and now became unresolved") in a SELECT with windows over a UNION ALL derived table
-    (an alias of a PARTITION BY column), and in a SELECT with ORDER BY over a UNION ALL derived
-    table, and in that UNION's inputs (generator seeds 1197, 1618, 1952): ``ORDER BY x.k`` over
-    ``x.k AS k`` sorts by a column the SELECT list hides, which Spark adds to the union's inputs.
-
-    >>> select = exp.maybe_parse("SELECT u.k AS k, u.v AS w, COUNT(*) OVER (PARTITION BY u.k) AS n FROM u")
-    >>> drop_redundant_aliases(select); print(select.sql())
-    SELECT u.k, u.v AS w, COUNT(*) OVER (PARTITION BY u.k) AS n FROM u
-    """
-    for item in select.expressions:
-        if isinstance(item, exp.Alias) and isinstance(item.this, exp.Column) and item.alias == item.this.name:
-            item.replace(item.this)
