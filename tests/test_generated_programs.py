@@ -166,6 +166,26 @@ def test_a_failure_under_a_pivot_without_values_at_the_pivots_line(programs_setu
     assert plain[0].error == "INVALID_ARRAY_INDEX" and (found, lines) == ({}, {})
 
 
+def test_a_filter_guarding_a_later_ones_expression(programs_setup):
+    """Found by the generator (seed 2207): ``filter(size(tags) > 0)`` then a filter on ``qty %
+    size(tags)`` failed with REMAINDER_BY_ZERO under dltrace (ANSI mode): merging the derived
+    tables wrote the later filter first, where Spark tests the earlier one first."""
+    assert cut_down(programs_setup,
+                    "f = events.filter(F.size('tags') > 0).withColumn('m', F.col('qty') % F.size('tags'))"
+                    ".filter(F.col('m') >= 0)",
+                    "f = events.filter(F.col('qty') != 0).filter((F.col('id') / F.col('qty')) > 1)") == {}
+
+
+def test_a_struct_of_a_pivots_columns(programs_setup):
+    """Found by the generator (seed 2270): ``F.struct('ts', 'ann')`` over a pivot named its field
+    after the column's SQL (``_p0``), not ``ann``; a ``unionByName`` with a struct of the fields
+    in another order then failed with FIELD_NOT_FOUND."""
+    pivot = "events.groupBy('day').pivot('user', ['ann']).agg(F.count('qty'))"
+    assert cut_down(programs_setup,
+                    f"p = {pivot}\nf = p.withColumn('c', F.struct('day', 'ann'))"
+                    ".unionByName(p.withColumn('c', F.struct('ann', 'day')))") == {}
+
+
 def test_two_lists_of_rows_joined(programs_setup):
     """Found by the generator (seed 96): a left anti join with rows of ``createDataFrame``, then
     an inner join with other rows, failed with a KeyError in sqlglot's merge of derived tables:

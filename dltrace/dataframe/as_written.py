@@ -15,11 +15,68 @@ from sqlglot.optimizer.merge_subqueries import merge_subqueries
 
 from dltrace.dataframe.scope import SIMPLE_NAME
 
+FILTER_DEPTH = "dltrace_filter_depth"  # meta of a filter: how deep in the program's plan it was written
+
 
 def as_written(query: exp.Query) -> exp.Query:
     """``query`` (fully qualified, inputs aliased ``_dfN``) with its derived tables merged
     where the meaning allows and its tables read once named after themselves."""
-    return named_after_tables(merged(query))
+    return named_after_tables(filters_in_program_order(merged(with_filter_depths(query))))
+
+
+def with_filter_depths(query: exp.Query) -> exp.Query:
+    """Each WHERE's condition in parentheses marked with its depth (the SELECTs around it),
+    for ``filters_in_program_order``."""
+    for select in list(query.find_all(exp.Select)):
+        where = select.args.get("where")
+        if where is not None:
+            depth = sum(1 for node in _ancestors(select) if isinstance(node, exp.Select))
+            marked = exp.Paren(this=where.this)
+            marked.meta[FILTER_DEPTH] = depth
+            where.set("this", marked)
+    return query
+
+
+def filters_in_program_order(query: exp.Query) -> exp.Query:
+    """Each WHERE's conditions in the order the program filtered: the merge writes a derived
+    table's filter after the filter over it (``outer AND inner``), where Spark, combining the
+    two, tests the inner one first, so a filter that guards an expression of a later one
+    (``b > 0`` then ``a / b > 1``, ``size(tags) > 0`` then ``x % size(tags)``) no longer did
+    under ANSI mode (generator seed 2207: REMAINDER_BY_ZERO).  Conditions whose mark the merge
+    replaced keep their place after the marked ones."""
+    for select in list(query.find_all(exp.Select)):
+        where = select.args.get("where")
+        if where is None:
+            continue
+        units = list(_filter_units(where.this))
+        units.sort(key=lambda unit: -unit.meta.get(FILTER_DEPTH, -1))  # stable: same depth, same order
+        where.set("this", exp.and_(*[_unmarked(unit) for unit in units], copy=False))
+    return query
+
+
+def _ancestors(node: exp.Expression):
+    while node.parent is not None:
+        node = node.parent
+        yield node
+
+
+def _filter_units(condition: exp.Expression):
+    """The marked conditions of an AND of them (parenthesized, as sqlglot writes an AND it
+    combines), and the others as they are."""
+    if FILTER_DEPTH not in condition.meta and isinstance(condition, exp.Paren) and isinstance(condition.this, exp.And):
+        yield from _filter_units(condition.this)
+    elif FILTER_DEPTH in condition.meta or not isinstance(condition, exp.And):
+        yield condition
+    else:
+        yield from _filter_units(condition.this)
+        yield from _filter_units(condition.expression)
+
+
+def _unmarked(unit: exp.Expression) -> exp.Expression:
+    """A marked condition without the parentheses of its mark, but around an AND or OR."""
+    if FILTER_DEPTH in unit.meta and not isinstance(unit.this, exp.Connector):
+        return unit.this
+    return unit
 
 
 def merged(query: exp.Query) -> exp.Query:

@@ -365,7 +365,10 @@ class ExpressionTranslator:
                     for ref, column in self.scope.named_star(argument.unresolved_star)]
         node = self(argument)  # a column's field is named after it (once the query is merged, x may make qty)
         if kind == "unresolved_attribute" and isinstance(node, (exp.Column, exp.Dot)) and node.output_name:
-            return [exp.PropertyEQ(this=exp.to_identifier(node.output_name), expression=node)]
+            # by the column's name, not its SQL's: a pivot's column ``ann`` is ``_pivoted._p0`` (seed 2270)
+            column = self.scope.column_of(node) if isinstance(node, exp.Column) else None
+            name = column.name if column is not None and column.name else node.output_name
+            return [exp.PropertyEQ(this=exp.to_identifier(name), expression=node)]
         return [node]
 
 
