@@ -15,7 +15,7 @@ import pytest
 import sqlglot
 
 from dltrace.errors import BadInput, UnknownColumn
-from dltrace.impact.restricted import GROUPS, ROWS, WHOLE
+from dltrace.impact.restricted import GROUPS, GROUPS_BY_ID, ROWS, WHOLE
 from dltrace.table_data import duckdb_rows_sql
 from tests.conftest import tpch_copy
 from tests.test_cli import cli, one_line
@@ -36,6 +36,9 @@ STEPS = [
     ("status_counts", "select * from (select o_orderpriority, o_orderstatus from orders) pivot "
                       "(count(*) for o_orderstatus in ('F' as f, 'O' as o))"),
     ("no_orders", "select c_custkey, c_name from customer left anti join orders on c_custkey = o_custkey"),
+    ("customer_spend", "select c_custkey, c_nationkey, count(*) as orders, sum(o_totalprice) as spent "
+                       "from customer join orders on c_custkey = o_custkey where o_orderstatus <> 'P' "
+                       "group by c_custkey, c_nationkey"),
     ("frequent", "select o_custkey, count(*) as n from orders group by o_custkey having count(*) > 20"),
     ("price_rank", "select o_custkey, o_orderkey, rank() over (partition by o_custkey order by o_totalprice desc, "
                    "o_orderkey) as r from orders where o_custkey < 40"),
@@ -44,10 +47,12 @@ STEPS = [
 DUCKDB = {"status_counts": "select o_orderpriority, count(*) filter (where o_orderstatus = 'F') as f, "
                            "count(*) filter (where o_orderstatus = 'O') as o from orders group by o_orderpriority"}
 KEYS = {"custnation": [], "nation_revenue": ["n_name"], "top_customers": ["o_custkey"], "latest_order": [],
-        "status_counts": [], "no_orders": [], "frequent": ["o_custkey"], "price_rank": []}
+        "status_counts": [], "no_orders": [], "customer_spend": ["c_custkey", "c_nationkey"], "frequent": ["o_custkey"],
+        "price_rank": []}
 # what of each step a what-if recomputes: only the rows or groups a correction reaches where the step is
-# joins and filters with at most an outermost GROUP BY (impact/restricted.py), else the whole step
-RECOMPUTED = {"custnation": ROWS, "nation_revenue": GROUPS, "frequent": GROUPS}
+# joins and filters with at most an outermost GROUP BY (impact/restricted.py), read by the ids their saved
+# lineage names where the step reads tables only, else the whole step
+RECOMPUTED = {"custnation": ROWS, "nation_revenue": GROUPS, "customer_spend": GROUPS_BY_ID, "frequent": GROUPS_BY_ID}
 DATA = "d_"  # the same steps saved in data semantics, under this prefix
 EXERCISED: set[str] = set()  # the steps some correction changed (every one must be)
 

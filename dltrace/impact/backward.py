@@ -62,9 +62,6 @@ def base_rows(session: Engine, saved, table: str, ids: np.ndarray, from_files: b
     """The rows of ``table`` whose ids are ``ids`` (sorted), from the versions ``saved`` read:
     a pyarrow Table where pyarrow reads them as Spark would (``from_files``), else a Spark
     DataFrame in id order."""
-    import pyarrow as pa
-    from pyspark.sql import functions as F
-
     read = files.base_rows(session.catalog, table, saved.lineage_tables.get(table), ids) if from_files else None
     if read is not None:
         return read
@@ -73,10 +70,18 @@ def base_rows(session: Engine, saved, table: str, ids: np.ndarray, from_files: b
     for version in saved.lineage_tables.get(table) or [None]:
         frame = table_rows(spark, session.catalog, table, version)
         data = frame if data is None else data.unionByName(frame, allowMissingColumns=True).dropDuplicates([ID_COLUMN])
-    if len(ids) <= LITERAL_IDS:
-        found = data.where(f"{ID_COLUMN} IN ({', '.join(map(str, ids.tolist()))})")
-    else:
-        wanted = spark.createDataFrame(pa.table({ID_COLUMN: ids}))  # already here: no second read of the row
-        found = data.join(F.broadcast(wanted), ID_COLUMN, "left_semi")
     columns = [c for c in data.columns if c != ID_COLUMN]
-    return found.select(ID_COLUMN, *map(quoted, columns)).orderBy(ID_COLUMN)
+    return rows_with_ids(spark, data, ids).select(ID_COLUMN, *map(quoted, columns)).orderBy(ID_COLUMN)
+
+
+def rows_with_ids(spark, data, ids: np.ndarray):
+    """The rows of ``data`` (a table's rows with ``_dl_id``) whose ids are among ``ids``: when
+    few, a literal list, which Parquet's statistics turn into skipped row groups and pages
+    (table files are in id order); when many, a broadcast semi join."""
+    import pyarrow as pa
+    from pyspark.sql import functions as F
+
+    if len(ids) <= LITERAL_IDS:
+        return data.where(f"{ID_COLUMN} IN ({', '.join(map(str, ids.tolist()))})" if len(ids) else "FALSE")
+    wanted = spark.createDataFrame(pa.table({ID_COLUMN: ids}))  # already here: no second read of the row
+    return data.join(F.broadcast(wanted), ID_COLUMN, "left_semi")

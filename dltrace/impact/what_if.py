@@ -32,19 +32,22 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
-from dltrace.catalog import ID_COLUMN
+from dltrace.catalog import ID_COLUMN, quoted
 from dltrace.dataframe import runs
 from dltrace.engine import Engine
-from dltrace.errors import BadInput, UnknownColumn
+from dltrace.errors import BadInput, UnknownColumn, spark_error
+from dltrace.impact.backward import rows_with_ids
 from dltrace.impact.restricted import WHOLE, Delta, Sides, changed_input, recomputed, restricted_sides
-from dltrace.impact.search import BAD_ID, ImpactWarning, bad_rows_view
+from dltrace.impact.search import BAD_ID, ImpactWarning, bad_ids, bad_rows_view
 from dltrace.impact.source import Source, checked_predicate, parse_source
 from dltrace.plain import plain_sql
 from dltrace.results import ResultStore, SavedResult
 from dltrace.rewriter.dialect import SPARK
 from dltrace.rewriter.qualify import parse
+from dltrace.table_data import backquoted, table_rows
 
 CHANGES = CHANGED, VANISHED, APPEARED = "changed", "vanished", "appeared"
+CHANGE = "__dl_change"  # a bag comparison's rows: vanished or appeared
 UDF_PREFIX = "dl_udf_"  # a job's Python UDF, as its steps' queries call it (dataframe/frames.py)
 
 
@@ -102,13 +105,13 @@ def what_if(session: Engine, source: str, removed: bool = False, changes: str | 
         view = f"__dl_whatif_{_digest(replaced[bad.table], saved.stamp)}"  # of this correction: views resolve late
         read = changed_input(saved.query, set(deltas), key)
         if read is not None:
-            sides = restricted_sides(session, plain, read, key, replaced, deltas[read], view)
+            sides = restricted_sides(session, saved, plain, read, key, replaced, deltas[read], view)
         else:
             after = recomputed(session, plain, replaced)
             sides = Sides(session.run(plain, lineage_query=False), after, after, WHOLE)
-        sides.whole_after.createOrReplaceTempView(view)
-        replaced[saved.name] = view
         answer = compared(saved, sides.before, sides.after, key, sides.how)
+        (applied(session, saved, answer) if key else sides.whole_after).createOrReplaceTempView(view)
+        replaced[saved.name] = view
         deltas[saved.name] = Delta(answer.changed.select("before.*").unionByName(answer.vanished),
                                    answer.changed.select("after.*").unionByName(answer.appeared))
         if result is None or saved.name == result.lower():
@@ -203,18 +206,26 @@ def corrected_view(session: Engine, source: Source, values: dict[str, exp.Expres
 
 def source_delta(session: Engine, source: Source, values: dict[str, exp.Expression]) -> Delta:
     """The correction as a delta of the source table: its bad rows as they are, and as
-    corrected (none for a removal)."""
-    rows = bad_rows_view(session, source)
+    corrected (none for a removal), each computed once (found by the table's key index where
+    the predicate names keys, read by id)."""
+    from pyspark.errors import PySparkException
+
+    table = table_rows(session.spark, session.catalog, source.table)
+    rows = rows_with_ids(session.spark, table, bad_ids(session, source))
+    view = f"__dl_whatif_bad_{_digest(source.text)}"
+    rows.createOrReplaceTempView(view)
     schema = session.catalog.entry(source.table).schema
-    bad = f"FROM {rows} AS {source.table} WHERE {exp.column(BAD_ID, table=source.table).sql(dialect=SPARK)} IS NOT NULL"
     columns = [exp.column(c, table=source.table, quoted=True) for c in schema]
     corrected = [exp.alias_(values[c.name], c.name, quoted=True) if c.name in values else c for c in columns]
     listed = [", ".join(e.sql(dialect=SPARK) for e in [*cs, exp.column(ID_COLUMN, table=source.table)])
               for cs in (columns, corrected)]
-    removed = session.run(f"SELECT {listed[0]} {bad}", reads=set(), lineage_query=False)
-    added = session.run(f"SELECT {listed[1]} {bad}" + ("" if values else " AND FALSE"), reads=set(),
-                        lineage_query=False)
-    return Delta(removed, added)
+    removed = session.run(f"SELECT {listed[0]} FROM {view} AS {source.table}", reads=set(), lineage_query=False)
+    added = session.run(f"SELECT {listed[1]} FROM {view} AS {source.table}" + ("" if values else " WHERE FALSE"),
+                        reads=set(), lineage_query=False)
+    try:
+        return Delta(removed.localCheckpoint(), added.localCheckpoint())
+    except PySparkException as error:  # a value that fails only when it runs (a cast of bad text)
+        raise BadInput(f"--if-changed: {spark_error(error)}") from None
 
 
 def pairing_key(query: str, columns: list[str]) -> list[str]:
@@ -232,22 +243,44 @@ def pairing_key(query: str, columns: list[str]) -> list[str]:
 
 def compared(saved: SavedResult, before, after, key: list[str], how: str) -> WhatIf:
     """The changes from ``before`` to ``after`` (the same columns), paired by ``key``
-    (``pairing_key``); ``how``: what of the result was recomputed."""
+    (``pairing_key``), computed once (a local checkpoint: the answer is read three times, and
+    the steps reading the result read it again as their delta); ``how``: what of the result
+    was recomputed."""
     from pyspark.sql import functions as F
 
     columns = list(saved.query_columns)
-    after = after.toDF(*columns).select(*[F.col(c).cast(before.schema[c].dataType) for c in columns])
+    after = after.toDF(*columns).select(*[quoted(c).cast(before.schema[c].dataType) for c in columns])
     if not key:
+        bags = before.exceptAll(after).withColumn(CHANGE, F.lit(VANISHED)).unionByName(
+            after.exceptAll(before).withColumn(CHANGE, F.lit(APPEARED))).localCheckpoint()
         empty = before.limit(0).select(F.struct(*columns).alias("before"), F.struct(*columns).alias("after"))
-        return WhatIf(saved.name, [], empty, before.exceptAll(after), after.exceptAll(before), how)
-    sides = [frame.select(*[F.col(k).alias(f"__k{i}") for i, k in enumerate(key)], F.struct(*columns).alias(side))
+        return WhatIf(saved.name, [], empty, *[bags.where(F.col(CHANGE) == change).drop(CHANGE)
+                                               for change in (VANISHED, APPEARED)], how)
+    sides = [frame.select(*[quoted(k).alias(f"__k{i}") for i, k in enumerate(key)],
+                          F.struct(*columns).alias(side))
              for frame, side in ((before, "before"), (after, "after"))]
     on = [sides[0][f"__k{i}"].eqNullSafe(sides[1][f"__k{i}"]) for i in range(len(key))]
-    joined = sides[0].join(sides[1], on, "full_outer").select("before", "after")
+    differing = sides[0].join(sides[1], on, "full_outer").select("before", "after").where(
+        ~F.col("before").eqNullSafe(F.col("after"))).localCheckpoint()
     both = F.col("before").isNotNull() & F.col("after").isNotNull()
-    return WhatIf(saved.name, key, joined.where(both & ~F.col("before").eqNullSafe(F.col("after"))),
-                  joined.where(F.col("after").isNull()).select("before.*"),
-                  joined.where(F.col("before").isNull()).select("after.*"), how)
+    return WhatIf(saved.name, key, differing.where(both), differing.where(F.col("after").isNull()).select("before.*"),
+                  differing.where(F.col("before").isNull()).select("after.*"), how)
+
+
+def applied(session: Engine, saved: SavedResult, answer: WhatIf):
+    """The rows of ``saved`` (keyed) after the correction: its saved rows with those of the keys
+    ``answer`` names replaced by the rows after, for the steps reading it (none recomputes the
+    result's unchanged rows)."""
+    from pyspark.sql import functions as F
+
+    columns = [quoted(c) for c in saved.query_columns]
+    rows = session.run(f"SELECT * FROM {backquoted(saved.name)}", reads={saved.name}, lineage_query=False)
+    rows = rows.select(*columns)
+    touched = answer.changed.select("before.*").unionByName(answer.vanished).select(
+        *[quoted(k).alias(f"__k{i}") for i, k in enumerate(answer.key)])
+    kept = rows.join(F.broadcast(touched), [rows[backquoted(k)].eqNullSafe(touched[f"__k{i}"])
+                                            for i, k in enumerate(answer.key)], "left_anti")
+    return kept.unionByName(answer.changed.select("after.*")).unionByName(answer.appeared)
 
 
 def _digest(*parts: str) -> str:
