@@ -71,7 +71,7 @@ def changed_input(query: str, changed: set[str], key: list[str]) -> str | None:
     if any(q is not select for q in select.find_all(exp.Query)) or select.find(exp.Window, exp.Lateral, exp.Unnest):
         return None
     joins = select.args.get("joins") or []
-    if any(j.side or j.kind.upper() not in ("", "INNER", "CROSS") or j.args.get("using") for j in joins):
+    if any(j.side or j.kind.upper() not in ("", "INNER", "CROSS") or j.args.get("using") or j.method for j in joins):
         return None
     tables = [select.args["from_"].this, *(j.this for j in joins)]
     if not all(isinstance(t, exp.Table) and not t.args.get("db") for t in tables):
@@ -103,14 +103,18 @@ def restricted_sides(session: Engine, saved: SavedResult, plain: str, read: str,
     keys = F.broadcast(reached.select(*[f"__k{i}" for i in range(len(key))]).distinct())
 
     def of_keys(frame):
-        return frame.join(keys, [frame[k].eqNullSafe(keys[f"__k{i}"]) for i, k in enumerate(key)], "left_semi")
+        return frame.join(keys, [frame[backquoted(k)].eqNullSafe(keys[f"__k{i}"]) for i, k in enumerate(key)],
+                          "left_semi")
 
     if others is None:
         return Sides(of_keys(session.run(plain, lineage_query=False)), of_keys(recomputed(session, plain, replaced)),
                      None, GROUPS)
-    rows, few = _rows_in_lineage(session, saved, key, keys, reached, [read, *others.values()])
-    rows_after = dict(rows, **{read: rows[read].join(delta.removed.select(ID_COLUMN), ID_COLUMN, "left_anti")
-                               .unionByName(delta.added)})
+    found = _rows_in_lineage(session, saved, key, keys, reached, [read, *others.values()])
+    if found is None:  # too many to read by id
+        return Sides(of_keys(session.run(plain, lineage_query=False)), of_keys(recomputed(session, plain, replaced)),
+                     None, GROUPS)
+    rows, few = found
+    rows_after = dict(rows, **{read: _corrected_in_place(rows[read], delta)})
     sides = []
     for side, frames in (("before", rows), ("after", rows_after)):
         for table, frame in frames.items():  # few rows broadcast: Spark knows no size of them, and would sort them
@@ -119,11 +123,32 @@ def restricted_sides(session: Engine, saved: SavedResult, plain: str, read: str,
     return Sides(*sides, None, GROUPS_BY_ID)
 
 
+def _corrected_in_place(rows, delta: Delta):
+    """``rows`` (of the changed table, with ids) as corrected: a corrected row where it was,
+    a removed one left out, the delta's rows not among them after them.  In place, so that a
+    group whose values the correction leaves alone sums its doubles in the same order."""
+    from pyspark.sql import functions as F
+
+    added = delta.added.select(*[F.col(backquoted(c)).alias(f"__a{i}") for i, c in enumerate(rows.columns)])
+    added_id = f"__a{rows.columns.index(ID_COLUMN)}"
+    joined = rows.join(F.broadcast(added), rows[ID_COLUMN] == added[added_id], "left")
+    kept = joined.join(F.broadcast(delta.removed.select(F.col(ID_COLUMN).alias("__out"))),
+                       joined[ID_COLUMN] == F.col("__out"), "left").where(
+        F.col("__out").isNull() | F.col(added_id).isNotNull())
+    corrected = kept.select(*[F.when(F.col(added_id).isNotNull(), F.col(f"__a{i}")).otherwise(rows[backquoted(c)])
+                              .alias(c) for i, c in enumerate(rows.columns)])
+    return corrected.unionByName(delta.added.join(rows.select(ID_COLUMN), ID_COLUMN, "left_anti"))
+
+
 def _lineage_names_its_rows(session: Engine, saved: SavedResult, plain: str) -> bool:
     """True when ``saved``'s DLs name every row each of its groups was computed from, so that
     a group's inputs can be read by id: it reads catalog tables only, at their current
-    versions, and keeps its sets whole (no shared or named sets)."""
-    tables = {t.name.lower() for t in parse(plain).find_all(exp.Table)}
+    versions, keeps its sets whole (no shared or named sets), has no HAVING and does not read
+    the time."""
+    select = parse(plain)
+    if select.args.get("having") or select.find(exp.CurrentDate, exp.CurrentTimestamp, exp.CurrentTime):
+        return False  # a group HAVING left out has no saved DL; rows the time lets in since are in none
+    tables = {t.name.lower() for t in select.find_all(exp.Table)}
     catalog = session.catalog
     return (tables <= set(catalog.tables) and not saved.results and not saved.references
             and not saved.shared_sets and not saved.named_sets
@@ -154,7 +179,7 @@ def _reached_query(plain: str, key: list[str], others: dict[str, str]) -> str:
         if alias in others and inner is not None:  # the derived table plain_sql wrote passes the id on
             inner.select(exp.column(ID_COLUMN), copy=False)
     outputs = {e.alias_or_name: e.unalias() for e in select.expressions}
-    ids = [exp.alias_(exp.column(ID_COLUMN, table=alias), f"__id{i}") for i, alias in enumerate(others)]
+    ids = [exp.alias_(exp.column(ID_COLUMN, table=alias, quoted=True), f"__id{i}") for i, alias in enumerate(others)]
     reached = exp.select(*[exp.alias_(outputs[k].copy(), f"__k{i}") for i, k in enumerate(key)], *ids)
     reached.set("from_", select.args["from_"].copy())
     for part in ("joins", "where"):
@@ -164,14 +189,15 @@ def _reached_query(plain: str, key: list[str], others: dict[str, str]) -> str:
 
 
 def _rows_in_lineage(session: Engine, saved: SavedResult, key: list[str], keys, reached,
-                     tables: list[str]) -> tuple[dict, set[str]]:
+                     tables: list[str]) -> tuple[dict, set[str]] | None:
     """``{table: its rows}`` (DataFrames) that a group of ``keys`` was computed from (its saved
-    DL) or that a row of the delta joins (``reached``), read by id; and the tables of few of them."""
+    DL) or that a row of the delta joins (``reached``), read by id; and the tables of few of them.
+    None when they are too many to read by id."""
     import numpy as np
     from pyspark.sql import functions as F
 
     from dltrace.impact.backward import rows_with_ids
-    from dltrace.impact.search import LITERAL_IDS, int_column
+    from dltrace.impact.search import BROADCAST_IDS, LITERAL_IDS, int_column
 
     columns = ", ".join(backquoted(k) for k in key)
     rows = session.run(f"SELECT {columns}, {LINEAGE_COLUMN} FROM {backquoted(saved.name)}", reads={saved.name})
@@ -179,7 +205,9 @@ def _rows_in_lineage(session: Engine, saved: SavedResult, key: list[str], keys, 
     found = rows.select(F.explode(LINEAGE_COLUMN).alias(ID_COLUMN))
     for column in (c for c in reached.columns if c.startswith("__id")):
         found = found.unionByName(reached.select(F.col(column).alias(ID_COLUMN)).where(F.col(ID_COLUMN).isNotNull()))
-    ids = np.unique(int_column(found))
+    ids = np.unique(int_column(found.limit(BROADCAST_IDS + 1)))
+    if len(ids) > BROADCAST_IDS:
+        return None
     rows, few = {}, set()
     for table in dict.fromkeys(tables):
         of_table = ids[(ids >> ROW_BITS) == session.catalog.entry(table).code]

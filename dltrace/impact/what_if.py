@@ -44,6 +44,7 @@ from dltrace.plain import plain_sql
 from dltrace.results import ResultStore, SavedResult
 from dltrace.rewriter.dialect import SPARK
 from dltrace.rewriter.qualify import parse
+from dltrace.staleness import staleness
 from dltrace.table_data import backquoted, table_rows
 
 CHANGES = CHANGED, VANISHED, APPEARED = "changed", "vanished", "appeared"
@@ -98,25 +99,45 @@ def what_if(session: Engine, source: str, removed: bool = False, changes: str | 
     schemas.update({r.name: r.query_columns for r in saved_results})
     replaced = {bad.table: corrected_view(session, bad, values)}
     deltas = {bad.table: source_delta(session, bad, values)}
+    from pyspark.errors import PySparkException
+
+    stale = staleness(session.catalog, saved_results)
     answers: dict[str, WhatIf] = {}
     for saved in answerable:
-        plain = plain_sql(saved.query, schemas)
-        key = pairing_key(saved.query, list(saved.query_columns))
-        view = f"__dl_whatif_{_digest(replaced[bad.table], saved.stamp)}"  # of this correction: views resolve late
-        read = changed_input(saved.query, set(deltas), key)
-        if read is not None:
-            sides = restricted_sides(session, saved, plain, read, key, replaced, deltas[read], view)
-        else:
-            after = recomputed(session, plain, replaced)
-            sides = Sides(session.run(plain, lineage_query=False), after, after, WHOLE)
-        answer = compared(saved, sides.before, sides.after, key, sides.how)
-        (applied(session, saved, answer) if key else sides.whole_after).createOrReplaceTempView(view)
-        replaced[saved.name] = view
-        deltas[saved.name] = Delta(answer.changed.select("before.*").unionByName(answer.vanished),
-                                   answer.changed.select("after.*").unionByName(answer.appeared))
+        try:
+            view = f"__dl_whatif_{_digest(replaced[bad.table], saved.stamp)}"  # of this correction
+            answer = answered_step(session, saved, plain_sql(saved.query, schemas), replaced, deltas, view,
+                                   fresh=not stale.get(saved.name))
+        except PySparkException as error:  # a value the correction makes fails in a step (an ANSI cast)
+            raise spark_error(error, lineage_query=False) from None
         if result is None or saved.name == result.lower():
             answers[saved.name] = answer
     return answers
+
+
+def answered_step(session: Engine, saved: SavedResult, plain: str, replaced: dict[str, str], deltas: dict[str, Delta],
+                  view: str, fresh: bool) -> WhatIf:
+    """``saved``'s answer, its rows after as ``replaced[saved.name]`` (the view ``view``, also a
+    prefix for the views it makes) and its delta as ``deltas[saved.name]``, for the steps reading
+    it.  Its rows after are its saved rows with the changed keys replaced where it has a key and
+    its saved rows are its rows now (``fresh``)."""
+    key = pairing_key(saved.query, list(saved.query_columns))
+    read = changed_input(saved.query, set(deltas), key)
+    if read is not None:
+        sides = restricted_sides(session, saved, plain, read, key, replaced, deltas[read], view)
+    else:
+        after = recomputed(session, plain, replaced)
+        sides = Sides(session.run(plain, lineage_query=False), after, after, WHOLE)
+    answer = compared(saved, sides.before, sides.after, key, sides.how)
+    if key and fresh:
+        after_rows = applied(session, saved, answer)
+    else:
+        after_rows = sides.whole_after if sides.whole_after is not None else recomputed(session, plain, replaced)
+    after_rows.createOrReplaceTempView(view)
+    replaced[saved.name] = view
+    deltas[saved.name] = Delta(answer.changed.select("before.*").unionByName(answer.vanished),
+                               answer.changed.select("after.*").unionByName(answer.appeared))
+    return answer
 
 
 def parsed_changes(changes: str | dict[str, str], table: str, schema: dict[str, str]) -> dict[str, exp.Expression]:
@@ -225,7 +246,7 @@ def source_delta(session: Engine, source: Source, values: dict[str, exp.Expressi
     try:
         return Delta(removed.localCheckpoint(), added.localCheckpoint())
     except PySparkException as error:  # a value that fails only when it runs (a cast of bad text)
-        raise BadInput(f"--if-changed: {spark_error(error)}") from None
+        raise BadInput(f"{'--if-changed' if values else '--if-removed'}: {spark_error(error)}") from None
 
 
 def pairing_key(query: str, columns: list[str]) -> list[str]:
@@ -253,11 +274,12 @@ def compared(saved: SavedResult, before, after, key: list[str], how: str) -> Wha
     if not key:
         bags = before.exceptAll(after).withColumn(CHANGE, F.lit(VANISHED)).unionByName(
             after.exceptAll(before).withColumn(CHANGE, F.lit(APPEARED))).localCheckpoint()
-        empty = before.limit(0).select(F.struct(*columns).alias("before"), F.struct(*columns).alias("after"))
+        empty = before.limit(0).select(F.struct(*map(quoted, columns)).alias("before"),
+                                       F.struct(*map(quoted, columns)).alias("after"))
         return WhatIf(saved.name, [], empty, *[bags.where(F.col(CHANGE) == change).drop(CHANGE)
                                                for change in (VANISHED, APPEARED)], how)
     sides = [frame.select(*[quoted(k).alias(f"__k{i}") for i, k in enumerate(key)],
-                          F.struct(*columns).alias(side))
+                          F.struct(*map(quoted, columns)).alias(side))
              for frame, side in ((before, "before"), (after, "after"))]
     on = [sides[0][f"__k{i}"].eqNullSafe(sides[1][f"__k{i}"]) for i in range(len(key))]
     differing = sides[0].join(sides[1], on, "full_outer").select("before", "after").where(
@@ -269,14 +291,14 @@ def compared(saved: SavedResult, before, after, key: list[str], how: str) -> Wha
 
 def applied(session: Engine, saved: SavedResult, answer: WhatIf):
     """The rows of ``saved`` (keyed) after the correction: its saved rows with those of the keys
-    ``answer`` names replaced by the rows after, for the steps reading it (none recomputes the
-    result's unchanged rows)."""
+    ``answer`` names (changed, vanished, appeared) replaced by the rows after, for the steps
+    reading it (none recomputes the result's unchanged rows)."""
     from pyspark.sql import functions as F
 
     columns = [quoted(c) for c in saved.query_columns]
     rows = session.run(f"SELECT * FROM {backquoted(saved.name)}", reads={saved.name}, lineage_query=False)
     rows = rows.select(*columns)
-    touched = answer.changed.select("before.*").unionByName(answer.vanished).select(
+    touched = answer.changed.select("before.*").unionByName(answer.vanished).unionByName(answer.appeared).select(
         *[quoted(k).alias(f"__k{i}") for i, k in enumerate(answer.key)])
     kept = rows.join(F.broadcast(touched), [rows[backquoted(k)].eqNullSafe(touched[f"__k{i}"])
                                             for i, k in enumerate(answer.key)], "left_anti")
