@@ -106,11 +106,8 @@ def restricted_sides(session: Engine, saved: SavedResult, plain: str, read: str,
         return frame.join(keys, [frame[backquoted(k)].eqNullSafe(keys[f"__k{i}"]) for i, k in enumerate(key)],
                           "left_semi")
 
-    if others is None:
-        return Sides(of_keys(session.run(plain, lineage_query=False)), of_keys(recomputed(session, plain, replaced)),
-                     None, GROUPS)
-    found = _rows_in_lineage(session, saved, key, keys, reached, [read, *others.values()])
-    if found is None:  # too many to read by id
+    found = None if others is None else _rows_in_lineage(session, saved, key, keys, reached, [read, *others.values()])
+    if found is None:  # not read by id, or too many to: the reached groups of the whole step
         return Sides(of_keys(session.run(plain, lineage_query=False)), of_keys(recomputed(session, plain, replaced)),
                      None, GROUPS)
     rows, few = found

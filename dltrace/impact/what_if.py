@@ -80,6 +80,8 @@ def what_if(session: Engine, source: str, removed: bool = False, changes: str | 
     ``result``) changes when the rows ``source`` names are removed (``removed``) or given the
     values ``changes`` ("col = SQL expression, ..." or ``{col: expression}``, reading the row's
     own columns)."""
+    from pyspark.errors import PySparkException
+
     if removed == (changes is not None):
         raise BadInput("a what-if takes --if-removed or --if-changed \"col = expression, ...\" (one of them)")
     bad = parse_source(source, session.catalog)
@@ -99,8 +101,6 @@ def what_if(session: Engine, source: str, removed: bool = False, changes: str | 
     schemas.update({r.name: r.query_columns for r in saved_results})
     replaced = {bad.table: corrected_view(session, bad, values)}
     deltas = {bad.table: source_delta(session, bad, values)}
-    from pyspark.errors import PySparkException
-
     stale = staleness(session.catalog, saved_results)
     answers: dict[str, WhatIf] = {}
     for saved in answerable:
